@@ -1,0 +1,25 @@
+import type { GatewayErrorCode } from '../http/errors.js';
+import type { Account, KeyMode, KeyRecord } from '../store/types.js';
+
+/**
+ * Whether a known key may call this surface now: steps 4 and 5 of the spec's order of checks
+ * (status, then expiry, then surface).
+ */
+export function keyRefusal(key: KeyRecord, surface: KeyMode, now: number): GatewayErrorCode | null {
+  if (key.status !== 'active') return 'key_suspended';
+  if (key.expiresAt !== null && now >= key.expiresAt) return 'key_expired';
+  if (key.mode !== surface) return 'invalid_api_key';
+  return null;
+}
+
+/** Step 6: a credit key with no balance left, or a token key with its budget used up. */
+export function fundsRefusal(account: Account | undefined): GatewayErrorCode | null {
+  if (account === undefined) return null;
+  if (account.mode === 'credit') return account.balanceNano <= 0 ? 'insufficient_credit' : null;
+  return account.usedTokens >= account.budgetTokens ? 'token_budget_exhausted' : null;
+}
+
+/** Step 9: the model must be on the key's allowlist when it has one. */
+export function modelAllowed(key: KeyRecord, model: string): boolean {
+  return key.models === null || key.models.length === 0 || key.models.includes(model);
+}

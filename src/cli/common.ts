@@ -1,0 +1,69 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { resolve } from 'node:path';
+import { ConfigError, loadConfig } from '../config/load.js';
+import type { Config } from '../config/types.js';
+import { Store } from '../store/lmdb.js';
+
+/** Bad usage: exit code 2 with this one line on stderr. */
+export class UsageError extends Error {}
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Flags every command takes. */
+export const COMMON_OPTIONS: Options = {
+  config: { type: 'string' },
+  data: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+export interface Parsed {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+export function parse(args: string[], options: Options, positionals: number): Parsed {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { ...COMMON_OPTIONS, ...options }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message.split('\n')[0]!.replace(/\. To specify a positional.*$/, ''));
+  }
+  if (parsed.positionals.length > positionals) throw new UsageError(`unexpected argument '${parsed.positionals[positionals]}'`);
+  return { values: parsed.values as Parsed['values'], positionals: parsed.positionals };
+}
+
+/** The configuration: --config, else TOLLGATE_CONFIG, else ./tollgate.config.json, else built-in defaults. */
+export function configFrom(values: Parsed['values']): Config {
+  const file = (values.config as string | undefined) ?? (process.env.TOLLGATE_CONFIG || undefined);
+  try {
+    return loadConfig(file);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** The data directory: --data, else TOLLGATE_DATA_DIR, else the config's dataDir. */
+export function dataDirFrom(values: Parsed['values'], config: Config): string {
+  const dir = (values.data as string | undefined) ?? (process.env.TOLLGATE_DATA_DIR || undefined);
+  return dir === undefined ? config.dataDir : resolve(dir);
+}
+
+export function openStore(values: Parsed['values'], config: Config): Store {
+  return Store.open(dataDirFrom(values, config));
+}
+
+/** A whole number within bounds, from a flag's text. */
+export function wholeNumber(text: string | boolean | undefined, flag: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof text !== 'string' || !/^\d+$/.test(text)) throw new UsageError(`${flag} needs a whole number`);
+  const n = Number(text);
+  if (n < min || n > max) throw new UsageError(`${flag} must be from ${min} to ${max}`);
+  return n;
+}
+
+/** Prints rows as aligned columns. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+import { UsageError } from './common.js';
+import { demoCommand } from './demo.js';
+import { KEYS_USAGE, keysCommand } from './keys.js';
+import { MODELS_USAGE, modelsCommand } from './models.js';
+import { SERVE_USAGE, serveCommand } from './serve.js';
+
+const USAGE = `tollgate — a metering gateway for hosted language models
+
+${SERVE_USAGE}
+${KEYS_USAGE}
+${MODELS_USAGE}
+tollgate demo
+
+Every command takes --config FILE and --data DIR (or TOLLGATE_CONFIG, TOLLGATE_DATA_DIR).`;
+
+async function main(argv: string[]): Promise<void> {
+  const [command, sub, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serveCommand(argv.slice(1));
+    case 'keys':
+      return keysCommand(sub, rest);
+    case 'models':
+      return modelsCommand(sub, rest);
+    case 'demo':
+      return demoCommand(argv.slice(1));
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    default:
+      throw new UsageError(`unknown command '${command}' (try: tollgate help)`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError) {
+    process.stderr.write(`tollgate: ${err.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`tollgate: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,182 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { pricePerTokenNano } from '../money.js';
+import { DEFAULT_CONFIG } from './defaults.js';
+import { ENDPOINTS, type Config, type Endpoint, type Limits, type Model, type Provider, type RawConfig } from './types.js';
+
+/** A configuration that cannot be used; the message names the offending field's path. */
+export class ConfigError extends Error {
+  constructor(readonly path: string, problem: string) {
+    super(`config: ${path}: ${problem}`);
+  }
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxRequestBytes: 32 * 1024 * 1024,
+  upstreamHeadersTimeoutMs: 600_000,
+  upstreamBodyTimeoutMs: 600_000,
+  upstreamConnections: 256,
+};
+
+type Json = unknown;
+
+function isObject(v: Json): v is Record<string, Json> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function onlyFields(obj: Record<string, Json>, path: string, allowed: readonly string[]): void {
+  for (const name of Object.keys(obj)) {
+    if (!allowed.includes(name)) throw new ConfigError(path ? `${path}.${name}` : name, 'unknown field');
+  }
+}
+
+function object(v: Json, path: string): Record<string, Json> {
+  if (!isObject(v)) throw new ConfigError(path, 'must be an object');
+  return v;
+}
+
+function string(v: Json, path: string): string {
+  if (typeof v !== 'string' || v.length === 0) throw new ConfigError(path, 'must be a non-empty string');
+  return v;
+}
+
+function integer(v: Json, path: string, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new ConfigError(path, `must be an integer from ${min} to ${max}`);
+  }
+  return v;
+}
+
+function compileProvider(name: string, raw: Json): Provider {
+  const path = `providers.${name}`;
+  const p = object(raw, path);
+  onlyFields(p, path, ['baseUrl', 'auth', 'apiKeyEnv']);
+  const baseUrl = string(p.baseUrl, `${path}.baseUrl`);
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new ConfigError(`${path}.baseUrl`, 'must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${path}.baseUrl`, 'must be an http or https URL');
+  if (url.search || url.hash) throw new ConfigError(`${path}.baseUrl`, 'must not carry a query or fragment');
+  if (p.auth !== 'bearer' && p.auth !== 'x-api-key') throw new ConfigError(`${path}.auth`, 'must be "bearer" or "x-api-key"');
+  const apiKeyEnv = string(p.apiKeyEnv, `${path}.apiKeyEnv`);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(apiKeyEnv)) throw new ConfigError(`${path}.apiKeyEnv`, 'must be an environment variable name');
+  return { name, origin: url.origin, basePath: url.pathname.replace(/\/+$/, ''), auth: p.auth, apiKeyEnv };
+}
+
+function price(v: Json, path: string, required: boolean): number | undefined {
+  if (v === undefined && !required) return undefined;
+  const nano = typeof v === 'number' ? pricePerTokenNano(v) : undefined;
+  if (nano === undefined) throw new ConfigError(path, 'must be a number ≥ 0 (USD per million tokens) with at most 3 decimals');
+  return nano;
+}
+
+function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Provider>): Model {
+  const path = `models.${id}`;
+  const m = object(raw, path);
+  onlyFields(m, path, ['provider', 'endpoints', 'price', 'contextWindow', 'capabilities', 'enabled']);
+  const providerName = string(m.provider, `${path}.provider`);
+  const provider = providers.get(providerName);
+  if (!provider) throw new ConfigError(`${path}.provider`, `names no provider in "providers" ("${providerName}")`);
+  if (!Array.isArray(m.endpoints) || m.endpoints.length === 0) throw new ConfigError(`${path}.endpoints`, `must be a non-empty list of ${ENDPOINTS.join(', ')}`);
+  const endpoints = new Set<Endpoint>();
+  m.endpoints.forEach((e, i) => {
+    if (!ENDPOINTS.includes(e as Endpoint)) throw new ConfigError(`${path}.endpoints[${i}]`, `must be one of ${ENDPOINTS.join(', ')}`);
+    endpoints.add(e as Endpoint);
+  });
+  const p = object(m.price, `${path}.price`);
+  onlyFields(p, `${path}.price`, ['input', 'output', 'cachedInput', 'cacheWrite']);
+  const input = price(p.input, `${path}.price.input`, true)!;
+  const output = price(p.output, `${path}.price.output`, true)!;
+  const cachedInput = price(p.cachedInput, `${path}.price.cachedInput`, false) ?? input;
+  const cacheWrite = price(p.cacheWrite, `${path}.price.cacheWrite`, false) ?? input;
+  const contextWindow = m.contextWindow === undefined ? null : integer(m.contextWindow, `${path}.contextWindow`, 1, 1e9);
+  let capabilities: string[] = [];
+  if (m.capabilities !== undefined) {
+    if (!Array.isArray(m.capabilities)) throw new ConfigError(`${path}.capabilities`, 'must be a list of strings');
+    capabilities = m.capabilities.map((c, i) => string(c, `${path}.capabilities[${i}]`));
+  }
+  if (m.enabled !== undefined && typeof m.enabled !== 'boolean') throw new ConfigError(`${path}.enabled`, 'must be true or false');
+  return {
+    id,
+    provider,
+    endpoints,
+    price: { input, output, cachedInput, cacheWrite },
+    rawPrice: p as unknown as Model['rawPrice'],
+    contextWindow,
+    capabilities,
+    enabledByDefault: m.enabled !== false,
+  };
+}
+
+function compileLimits(raw: Json): Limits {
+  if (raw === undefined) return DEFAULT_LIMITS;
+  const l = object(raw, 'limits');
+  onlyFields(l, 'limits', Object.keys(DEFAULT_LIMITS));
+  const limits = { ...DEFAULT_LIMITS };
+  if (l.maxRequestBytes !== undefined) limits.maxRequestBytes = integer(l.maxRequestBytes, 'limits.maxRequestBytes', 1024, 1024 ** 3);
+  if (l.upstreamHeadersTimeoutMs !== undefined) limits.upstreamHeadersTimeoutMs = integer(l.upstreamHeadersTimeoutMs, 'limits.upstreamHeadersTimeoutMs', 1, 3_600_000);
+  if (l.upstreamBodyTimeoutMs !== undefined) limits.upstreamBodyTimeoutMs = integer(l.upstreamBodyTimeoutMs, 'limits.upstreamBodyTimeoutMs', 1, 3_600_000);
+  if (l.upstreamConnections !== undefined) limits.upstreamConnections = integer(l.upstreamConnections, 'limits.upstreamConnections', 1, 65_536);
+  return limits;
+}
+
+/** Validates a parsed configuration object and compiles it into the tables the server uses. */
+export function compileConfig(raw: Json, file: string | null): Config {
+  const c = object(raw, '(top level)');
+  onlyFields(c, '', ['server', 'dataDir', 'providers', 'catalogProvider', 'models', 'limits']);
+  let host = '127.0.0.1';
+  let port = 8080;
+  if (c.server !== undefined) {
+    const s = object(c.server, 'server');
+    onlyFields(s, 'server', ['host', 'port']);
+    if (s.host !== undefined) host = string(s.host, 'server.host');
+    if (s.port !== undefined) port = integer(s.port, 'server.port', 0, 65535);
+  }
+  const baseDir = file ? dirname(file) : process.cwd();
+  const dataDir = resolve(baseDir, c.dataDir === undefined ? './data' : string(c.dataDir, 'dataDir'));
+
+  const providers = new Map<string, Provider>();
+  for (const [name, p] of Object.entries(object(c.providers, 'providers'))) providers.set(name, compileProvider(name, p));
+  if (providers.size === 0) throw new ConfigError('providers', 'must name at least one provider');
+
+  const cp = object(c.catalogProvider, 'catalogProvider');
+  onlyFields(cp, 'catalogProvider', ['openai', 'anthropic']);
+  const catalogFor = (which: 'openai' | 'anthropic'): Provider => {
+    const name = string(cp[which], `catalogProvider.${which}`);
+    const provider = providers.get(name);
+    if (!provider) throw new ConfigError(`catalogProvider.${which}`, `names no provider in "providers" ("${name}")`);
+    return provider;
+  };
+  const catalogProvider = { openai: catalogFor('openai'), anthropic: catalogFor('anthropic') };
+
+  const models = new Map<string, Model>();
+  for (const [id, m] of Object.entries(object(c.models, 'models'))) models.set(id, compileModel(id, m, providers));
+
+  return { file, host, port, dataDir, providers, catalogProvider, models, limits: compileLimits(c.limits) };
+}
+
+/**
+ * Finds and loads the configuration: an explicit file (flag or TOLLGATE_CONFIG), else
+ * ./tollgate.config.json when present, else the built-in defaults.
+ */
+export function loadConfig(explicitFile: string | undefined): Config {
+  const file = explicitFile ?? (existsSync('tollgate.config.json') ? 'tollgate.config.json' : undefined);
+  if (file === undefined) return compileConfig(structuredClone(DEFAULT_CONFIG), null);
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, `cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+  let raw: RawConfig;
+  try {
+    raw = JSON.parse(text) as RawConfig;
+  } catch (err) {
+    throw new ConfigError(file, `is not valid JSON (${(err as Error).message})`);
+  }
+  return compileConfig(raw, path);
+}

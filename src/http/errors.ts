@@ -1,0 +1,50 @@
+import type { ServerResponse } from 'node:http';
+import { CORS_RESPONSE_HEADERS } from './headers.js';
+
+/** The gateway's own errors: the spec's twelve, plus `request_too_large` (maximum size is ours to set). */
+export const GATEWAY_ERRORS = {
+  missing_api_key: [401, 'invalid_request_error', 'No API key was provided. Send it as "Authorization: Bearer <key>" or in the "x-api-key" header.'],
+  invalid_api_key: [401, 'invalid_request_error', 'The API key is not valid for this endpoint.'],
+  key_suspended: [403, 'permission_error', 'This API key has been suspended by its issuer.'],
+  key_expired: [403, 'permission_error', 'This API key has expired.'],
+  model_not_allowed: [403, 'permission_error', 'This API key is not allowed to use the requested model.'],
+  model_not_available: [403, 'permission_error', 'The requested model is not available on this endpoint.'],
+  model_required: [400, 'invalid_request_error', 'The request body must be a JSON object with one top-level string field "model".'],
+  insufficient_credit: [402, 'insufficient_quota', 'This API key has no credit left. Ask its issuer for a top-up.'],
+  token_budget_exhausted: [402, 'insufficient_quota', 'This API key has used up its token budget. Ask its issuer to renew it.'],
+  rate_limit_exceeded: [429, 'rate_limit_error', 'This API key is over its requests-per-minute limit. Retry after the number of seconds in the retry-after header.'],
+  unknown_endpoint: [404, 'invalid_request_error', 'Unknown endpoint. Use POST /chat/completions, /responses or /messages, or GET /models under /v1 (credit) or /token/v1 (token).'],
+  upstream_unavailable: [502, 'api_error', 'The model provider could not be reached. Nothing was billed.'],
+  request_too_large: [413, 'invalid_request_error', 'The request body is larger than this gateway accepts.'],
+} as const;
+
+export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
+
+interface PreparedError { status: number; body: Buffer; headers: string[] }
+
+/** Bodies are built once at start-up: an error costs one write, no JSON.stringify. */
+const PREPARED = new Map<GatewayErrorCode, PreparedError>(
+  (Object.keys(GATEWAY_ERRORS) as GatewayErrorCode[]).map((code) => {
+    const [status, type, message] = GATEWAY_ERRORS[code];
+    const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: null } }));
+    return [code, {
+      status,
+      body,
+      headers: ['content-type', 'application/json', 'content-length', String(body.length), ...CORS_RESPONSE_HEADERS],
+    }];
+  }),
+);
+
+export function errorBody(code: GatewayErrorCode): Buffer {
+  return PREPARED.get(code)!.body;
+}
+
+/** Sends one of the gateway's errors; `retryAfter` (seconds) goes with `rate_limit_exceeded`. */
+export function sendError(res: ServerResponse, code: GatewayErrorCode, requestId: string, retryAfter?: number): void {
+  const e = PREPARED.get(code)!;
+  const headers = retryAfter === undefined
+    ? [...e.headers, 'x-request-id', requestId]
+    : [...e.headers, 'x-request-id', requestId, 'retry-after', String(retryAfter)];
+  res.writeHead(e.status, headers);
+  res.end(e.body);
+}

@@ -1,0 +1,899 @@
+/**
+ * Deterministic mock LLM provider.
+ *
+ * Speaks three wire formats over plain node:http:
+ *   POST /v1/chat/completions  (OpenAI Chat Completions)
+ *   POST /v1/responses         (OpenAI Responses)
+ *   POST /v1/messages          (Anthropic Messages)
+ *   GET  /v1/models            (OpenAI- or Anthropic-shaped list)
+ *
+ * Behaviour is steered per request by an optional top-level body field
+ * `"mock"` (see MockSwitches below). Built for tests, the offline demo and
+ * benchmarks: no logging, plain bodies are rendered from cached templates,
+ * and large streams are generated lazily while respecting backpressure.
+ */
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { pathToFileURL } from 'node:url';
+
+export interface MockProviderOptions {
+  host?: string;
+  /** default 0 (ephemeral port) */
+  port?: number;
+  /** keep a log of received requests; default true */
+  record?: boolean;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** raw body text */
+  body: string;
+}
+
+export interface MockProvider {
+  /** e.g. "http://127.0.0.1:PORT" (no trailing slash, no /v1) */
+  url: string;
+  port: number;
+  /** every request received, in order (when record is true) */
+  requests: RecordedRequest[];
+  /** closes the server and destroys open sockets */
+  close(): Promise<void>;
+}
+
+/** Shape of the optional top-level `"mock"` field in a request body (all optional). */
+export interface MockSwitches {
+  /** default 11 */
+  inputTokens?: number;
+  /** default 7 */
+  outputTokens?: number;
+  /** default 0: chat prompt_tokens_details.cached_tokens, responses input_tokens_details.cached_tokens, messages cache_read_input_tokens */
+  cachedTokens?: number;
+  /** default 0: messages cache_creation_input_tokens only */
+  cacheWriteTokens?: number;
+  /** default 0: chat completion_tokens_details / responses output_tokens_details reasoning_tokens */
+  reasoningTokens?: number;
+  /** 400..599: answer this status with a format-appropriate error body instead */
+  status?: number;
+  /** wait this long before sending response headers */
+  delayMs?: number;
+  /** content delta events in a stream / pieces of the plain text (default 5): "tok0 ", "tok1 ", ... */
+  chunks?: number;
+  /** wait between stream events (default 0: everything in one write) */
+  chunkDelayMs?: number;
+  /** stream: after this many content deltas, close the connection without finishing the body */
+  cutAfter?: number;
+  /** stream: after the deltas send the format's error event instead of the normal end */
+  errorEvent?: boolean;
+  /**
+   * Text of about this many bytes, generated lazily with backpressure. Deltas are 8 KiB
+   * (or ceil(bytes/chunks) capped at 64 KiB when chunks is given). Also works for plain
+   * bodies. In Responses streams the aggregate `text` of the *.done / completed events is
+   * "" so that no single event is huge.
+   */
+  bytes?: number;
+  /** chat stream: omit the usage chunk even if stream_options.include_usage was asked */
+  noUsage?: boolean;
+}
+
+// ---------------------------------------------------------------------------
+// Switches
+
+interface Sw {
+  I: number;
+  O: number;
+  C: number;
+  W: number;
+  R: number;
+  status: number;
+  delayMs: number;
+  chunks: number;
+  chunksGiven: boolean;
+  chunkDelayMs: number;
+  cutAfter: number; // -1 = none
+  errorEvent: boolean;
+  bytes: number; // -1 = off
+  noUsage: boolean;
+}
+
+const DEFAULT_SW: Sw = Object.freeze({
+  I: 11,
+  O: 7,
+  C: 0,
+  W: 0,
+  R: 0,
+  status: 0,
+  delayMs: 0,
+  chunks: 5,
+  chunksGiven: false,
+  chunkDelayMs: 0,
+  cutAfter: -1,
+  errorEvent: false,
+  bytes: -1,
+  noUsage: false,
+});
+
+function nonNeg(v: unknown, d: number): number {
+  return typeof v === 'number' && v >= 0 && Number.isFinite(v) ? Math.floor(v) : d;
+}
+
+function readSwitches(m: unknown): Sw {
+  if (m === null || typeof m !== 'object' || Array.isArray(m)) return DEFAULT_SW;
+  const o = m as Record<string, unknown>;
+  const status = nonNeg(o.status, 0);
+  return {
+    I: nonNeg(o.inputTokens, 11),
+    O: nonNeg(o.outputTokens, 7),
+    C: nonNeg(o.cachedTokens, 0),
+    W: nonNeg(o.cacheWriteTokens, 0),
+    R: nonNeg(o.reasoningTokens, 0),
+    status: status >= 400 && status <= 599 ? status : 0,
+    delayMs: nonNeg(o.delayMs, 0),
+    chunks: nonNeg(o.chunks, 5),
+    chunksGiven: typeof o.chunks === 'number',
+    chunkDelayMs: nonNeg(o.chunkDelayMs, 0),
+    cutAfter: nonNeg(o.cutAfter, -1),
+    errorEvent: o.errorEvent === true,
+    bytes: nonNeg(o.bytes, -1),
+    noUsage: o.noUsage === true,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Deterministic text
+
+const PIECE_CACHE: string[] = [];
+function piece(i: number): string {
+  if (i < 256) return (PIECE_CACHE[i] ??= 'tok' + i + ' ');
+  return 'tok' + i + ' ';
+}
+
+const TEXT_CACHE = new Map<number, string>();
+function fullText(chunks: number): string {
+  let s = TEXT_CACHE.get(chunks);
+  if (s === undefined) {
+    s = '';
+    for (let i = 0; i < chunks; i++) s += piece(i);
+    if (TEXT_CACHE.size < 64) TEXT_CACHE.set(chunks, s);
+  }
+  return s;
+}
+
+/** JSON-safe ASCII filler used for `bytes` mode, built once (64 KiB). */
+const FILLER_MAX = 65536;
+let fillerStr: string | undefined;
+function filler(): string {
+  if (fillerStr === undefined) {
+    const pat = 'abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789.\n';
+    const jsonPat = pat.replace('\n', ' '); // keep it JSON-safe, no escapes
+    let s = '';
+    while (s.length < FILLER_MAX) s += jsonPat;
+    fillerStr = s.slice(0, FILLER_MAX);
+  }
+  return fillerStr;
+}
+
+/** Plan of text deltas for one response. */
+interface Plan {
+  count: number;
+  /** text of delta i */
+  at(i: number): string;
+  /** full text, or '' in bytes mode (never materialised) */
+  full: string;
+}
+
+function makePlan(sw: Sw): Plan {
+  if (sw.bytes < 0) {
+    return { count: sw.chunks, at: piece, full: fullText(sw.chunks) };
+  }
+  const total = sw.bytes;
+  const size = sw.chunksGiven && sw.chunks > 0 ? Math.min(FILLER_MAX, Math.max(1, Math.ceil(total / sw.chunks))) : 8192;
+  const count = Math.ceil(total / size);
+  const fill = filler();
+  const whole = fill.slice(0, size);
+  const lastLen = total - (count - 1) * size;
+  const last = fill.slice(0, lastLen);
+  return { count, at: (i) => (i === count - 1 ? last : whole), full: '' };
+}
+
+// ---------------------------------------------------------------------------
+// Body builders (string concatenation; n/created/model are pre-rendered strings
+// so the same builders can produce templates with sentinel holes).
+
+const S_N = '\u0000N\u0000';
+const S_T = '\u0000T\u0000';
+const S_M = '\u0000M\u0000';
+const S_X = '\u0000X\u0000';
+
+function chatUsage(sw: Sw): string {
+  return (
+    '{"prompt_tokens":' + sw.I +
+    ',"completion_tokens":' + sw.O +
+    ',"total_tokens":' + (sw.I + sw.O) +
+    ',"prompt_tokens_details":{"cached_tokens":' + sw.C +
+    ',"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":' + sw.R +
+    ',"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}'
+  );
+}
+
+function respUsage(sw: Sw): string {
+  return (
+    '{"input_tokens":' + sw.I +
+    ',"input_tokens_details":{"cached_tokens":' + sw.C +
+    '},"output_tokens":' + sw.O +
+    ',"output_tokens_details":{"reasoning_tokens":' + sw.R +
+    '},"total_tokens":' + (sw.I + sw.O) + '}'
+  );
+}
+
+function msgUsage(sw: Sw, outputTokens: number): string {
+  return (
+    '{"input_tokens":' + sw.I +
+    ',"cache_creation_input_tokens":' + sw.W +
+    ',"cache_read_input_tokens":' + sw.C +
+    ',"output_tokens":' + outputTokens + '}'
+  );
+}
+
+function chatPlainBody(n: string, created: string, model: string, text: string, sw: Sw): string {
+  return (
+    '{"id":"chatcmpl-mock' + n +
+    '","object":"chat.completion","created":' + created +
+    ',"model":' + model +
+    ',"choices":[{"index":0,"message":{"role":"assistant","content":"' + text +
+    '","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":' + chatUsage(sw) +
+    ',"system_fingerprint":"fp_mock"}'
+  );
+}
+
+function respItem(n: string, status: string, text: string): string {
+  return (
+    '{"type":"message","id":"msg_mock' + n + '","status":"' + status +
+    '","role":"assistant","content":[{"type":"output_text","text":"' + text + '","annotations":[],"logprobs":[]}]}'
+  );
+}
+
+function respObject(n: string, created: string, model: string, status: string, output: string, usage: string, error: string): string {
+  return (
+    '{"id":"resp_mock' + n +
+    '","object":"response","created_at":' + created +
+    ',"status":"' + status +
+    '","background":false,"error":' + error +
+    ',"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":' + model +
+    ',"output":' + output +
+    ',"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled","usage":' + usage +
+    ',"user":null,"metadata":{}}'
+  );
+}
+
+function respPlainBody(n: string, created: string, model: string, text: string, sw: Sw): string {
+  return respObject(n, created, model, 'completed', '[' + respItem(n, 'completed', text) + ']', respUsage(sw), 'null');
+}
+
+function msgPlainBody(n: string, _created: string, model: string, text: string, sw: Sw): string {
+  return (
+    '{"id":"msg_mock' + n +
+    '","type":"message","role":"assistant","model":' + model +
+    ',"content":[{"type":"text","text":"' + text +
+    '"}],"stop_reason":"end_turn","stop_sequence":null,"usage":' + msgUsage(sw, sw.O) + '}'
+  );
+}
+
+const CHAT = 0;
+const RESP = 1;
+const MSG = 2;
+type Fmt = typeof CHAT | typeof RESP | typeof MSG;
+
+const PLAIN_BUILDERS = [chatPlainBody, respPlainBody, msgPlainBody] as const;
+const DEFAULT_MODEL_JSON = ['"gpt-4o-mini"', '"gpt-4o-mini"', '"claude-sonnet-4-5"'] as const;
+
+// ---------------------------------------------------------------------------
+// Plain-body templates: static parts + holes (N = counter, T = created, M = model)
+
+const HOLE_N = 0;
+const HOLE_T = 1;
+const HOLE_M = 2;
+
+interface Template {
+  parts: string[];
+  holes: number[];
+  staticBytes: number;
+}
+
+function makeTemplate(fmt: Fmt, sw: Sw): Template {
+  const body = PLAIN_BUILDERS[fmt](S_N, S_T, S_M, fullText(sw.chunks), sw);
+  const parts: string[] = [];
+  const holes: number[] = [];
+  let last = 0;
+  for (;;) {
+    const i = body.indexOf('\u0000', last);
+    if (i === -1) break;
+    parts.push(body.slice(last, i));
+    const tag = body[i + 1];
+    holes.push(tag === 'N' ? HOLE_N : tag === 'T' ? HOLE_T : HOLE_M);
+    last = i + 3;
+  }
+  parts.push(body.slice(last));
+  let staticBytes = 0;
+  for (const p of parts) staticBytes += Buffer.byteLength(p);
+  return { parts, holes, staticBytes };
+}
+
+const DEFAULT_TEMPLATES: Template[] = [makeTemplate(CHAT, DEFAULT_SW), makeTemplate(RESP, DEFAULT_SW), makeTemplate(MSG, DEFAULT_SW)];
+const TEMPLATE_CACHE = new Map<string, Template>();
+
+function templateFor(fmt: Fmt, sw: Sw): Template {
+  if (sw === DEFAULT_SW) return DEFAULT_TEMPLATES[fmt]!;
+  const key = fmt + ':' + sw.I + ':' + sw.O + ':' + sw.C + ':' + sw.W + ':' + sw.R + ':' + sw.chunks;
+  let t = TEMPLATE_CACHE.get(key);
+  if (t === undefined) {
+    t = makeTemplate(fmt, sw);
+    if (TEMPLATE_CACHE.size >= 1024) TEMPLATE_CACHE.clear();
+    TEMPLATE_CACHE.set(key, t);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------
+// Headers
+
+const CT_JSON = 'application/json';
+const CT_SSE = 'text/event-stream; charset=utf-8';
+
+const LEAKY_COMMON = ['server', 'mock-provider', 'set-cookie', '__cf_bm=mock; Path=/', 'cf-ray', 'mock'];
+const LEAKY_OPENAI = [
+  'openai-processing-ms', '1',
+  'openai-version', '2020-10-01',
+  'openai-organization', 'mock-org',
+  'x-ratelimit-limit-requests', '1000',
+  'x-ratelimit-remaining-requests', '999',
+  'x-ratelimit-limit-tokens', '1000000',
+  'x-ratelimit-remaining-tokens', '999000',
+];
+const LEAKY_ANTHROPIC = [
+  'anthropic-organization-id', 'mock-org',
+  'anthropic-ratelimit-requests-limit', '1000',
+  'anthropic-ratelimit-requests-remaining', '999',
+];
+
+const H_JSON = [
+  ['content-type', CT_JSON, ...LEAKY_COMMON, ...LEAKY_OPENAI],
+  ['content-type', CT_JSON, ...LEAKY_COMMON, ...LEAKY_ANTHROPIC],
+] as const;
+const H_SSE = [
+  ['content-type', CT_SSE, 'cache-control', 'no-cache', 'connection', 'keep-alive', ...LEAKY_COMMON, ...LEAKY_OPENAI],
+  ['content-type', CT_SSE, 'cache-control', 'no-cache', 'connection', 'keep-alive', ...LEAKY_COMMON, ...LEAKY_ANTHROPIC],
+] as const;
+
+/** 0 = OpenAI-flavoured headers, 1 = Anthropic-flavoured */
+type Flavor = 0 | 1;
+
+function jsonHeaders(flavor: Flavor, rid: string, len: number): string[] {
+  const h: string[] = H_JSON[flavor].slice();
+  h.push('content-length', '' + len, 'x-request-id', rid);
+  if (flavor === 1) h.push('request-id', rid);
+  return h;
+}
+
+function sseHeaders(flavor: Flavor, rid: string): string[] {
+  const h: string[] = H_SSE[flavor].slice();
+  h.push('x-request-id', rid);
+  if (flavor === 1) h.push('request-id', rid);
+  return h;
+}
+
+function statusMessage(status: number): string {
+  return http.STATUS_CODES[status] ?? (status === 529 ? 'Overloaded' : 'Unknown');
+}
+
+function sendJson(res: ServerResponse, status: number, flavor: Flavor, rid: string, body: string, bytes = Buffer.byteLength(body)): void {
+  res.writeHead(status, statusMessage(status), jsonHeaders(flavor, rid, bytes));
+  res.end(body);
+}
+
+// ---------------------------------------------------------------------------
+// Error bodies
+
+function openaiError(message: string, type: string, code: string | null): string {
+  return JSON.stringify({ error: { message, type, param: null, code } });
+}
+
+function anthropicError(type: string, message: string): string {
+  return JSON.stringify({ type: 'error', error: { type, message } });
+}
+
+const ERROR_CACHE = new Map<number, string>();
+function statusErrorBody(flavor: Flavor, status: number): string {
+  const key = status * 2 + flavor;
+  let b = ERROR_CACHE.get(key);
+  if (b === undefined) {
+    if (flavor === 1) {
+      const type =
+        status === 400 ? 'invalid_request_error'
+        : status === 401 ? 'authentication_error'
+        : status === 402 ? 'billing_error'
+        : status === 403 ? 'permission_error'
+        : status === 404 ? 'not_found_error'
+        : status === 413 ? 'request_too_large'
+        : status === 429 ? 'rate_limit_error'
+        : status === 504 ? 'timeout_error'
+        : status === 529 ? 'overloaded_error'
+        : status >= 500 ? 'api_error'
+        : 'invalid_request_error';
+      b = anthropicError(type, status === 529 ? 'Overloaded' : 'mock error');
+    } else {
+      if (status === 429) b = openaiError('mock error', 'requests', 'rate_limit_exceeded');
+      else if (status === 401) b = openaiError('mock error', 'invalid_request_error', 'invalid_api_key');
+      else if (status >= 500) b = openaiError('mock error', 'server_error', null);
+      else b = openaiError('mock error', 'invalid_request_error', null);
+    }
+    ERROR_CACHE.set(key, b);
+  }
+  return b;
+}
+
+const BAD_JSON_OPENAI = openaiError(
+  "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)",
+  'invalid_request_error',
+  null,
+);
+const BAD_JSON_ANTHROPIC = anthropicError('invalid_request_error', 'There was an error parsing the body of your request as JSON.');
+const MAX_TOKENS_MISSING = anthropicError('invalid_request_error', 'max_tokens: Field required');
+
+const CHAT_STREAM_ERROR = 'data: ' + openaiError('mock error', 'server_error', null) + '\n\n';
+const MSG_STREAM_ERROR = 'event: error\ndata: ' + anthropicError('overloaded_error', 'Overloaded') + '\n\n';
+
+// ---------------------------------------------------------------------------
+// Models
+
+const OPENAI_MODELS = JSON.stringify({
+  object: 'list',
+  data: [
+    { id: 'gpt-4o-mini', object: 'model', created: 1721172741, owned_by: 'system' },
+    { id: 'gpt-4o', object: 'model', created: 1715367049, owned_by: 'system' },
+    { id: 'gpt-4.1', object: 'model', created: 1744316542, owned_by: 'system' },
+    { id: 'claude-sonnet-4-5', object: 'model', created: 1759104000, owned_by: 'system' },
+    { id: 'claude-haiku-4-5', object: 'model', created: 1760486400, owned_by: 'system' },
+  ],
+});
+const ANTHROPIC_MODELS = JSON.stringify({
+  data: [
+    { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' },
+    { type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-15T00:00:00Z' },
+  ],
+  has_more: false,
+  first_id: 'claude-sonnet-4-5',
+  last_id: 'claude-haiku-4-5',
+});
+
+// ---------------------------------------------------------------------------
+// Streams: generators of SSE text, with a CUT marker for abrupt termination
+
+const CUT = Symbol('cut');
+type Item = string | typeof CUT;
+
+interface StreamCtx {
+  n: string;
+  created: string;
+  model: string;
+  sw: Sw;
+  plan: Plan;
+  includeUsage: boolean;
+}
+
+/** index after which the socket is cut (min(cutAfter, count)), or -1 */
+function cutIndex(sw: Sw, count: number): number {
+  return sw.cutAfter < 0 ? -1 : Math.min(sw.cutAfter, count);
+}
+
+function* chatStream(c: StreamCtx): Generator<Item> {
+  const { sw, plan } = c;
+  const base =
+    'data: {"id":"chatcmpl-mock' + c.n +
+    '","object":"chat.completion.chunk","created":' + c.created +
+    ',"model":' + c.model +
+    ',"system_fingerprint":"fp_mock","choices":[';
+  const head = base + '{"index":0,"delta":';
+  const tail = c.includeUsage ? ',"usage":null}\n\n' : '}\n\n';
+  yield head + '{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]' + tail;
+  const count = plan.count;
+  const cut = cutIndex(sw, count);
+  for (let i = 0; i < count; i++) {
+    if (i === cut) {
+      yield CUT;
+      return;
+    }
+    yield head + '{"content":"' + plan.at(i) + '"},"logprobs":null,"finish_reason":null}]' + tail;
+  }
+  if (cut === count) {
+    yield CUT;
+    return;
+  }
+  if (sw.errorEvent) {
+    yield CHAT_STREAM_ERROR;
+    return;
+  }
+  yield head + '{},"logprobs":null,"finish_reason":"stop"}]' + tail;
+  if (c.includeUsage && !sw.noUsage) yield base + '],"usage":' + chatUsage(sw) + '}\n\n';
+  yield 'data: [DONE]\n\n';
+}
+
+function* respStream(c: StreamCtx): Generator<Item> {
+  const { sw, plan, n } = c;
+  let seq = 0;
+  const ev = (type: string, rest: string): string =>
+    'event: ' + type + '\ndata: {"type":"' + type + '","sequence_number":' + seq++ + ',' + rest + '}\n\n';
+  const itemId = 'msg_mock' + n;
+  const loc = '"item_id":"' + itemId + '","output_index":0,"content_index":0';
+  yield ev('response.created', '"response":' + respObject(n, c.created, c.model, 'in_progress', '[]', 'null', 'null'));
+  yield ev('response.in_progress', '"response":' + respObject(n, c.created, c.model, 'in_progress', '[]', 'null', 'null'));
+  yield ev(
+    'response.output_item.added',
+    '"output_index":0,"item":{"id":"' + itemId + '","type":"message","status":"in_progress","content":[],"role":"assistant"}',
+  );
+  yield ev('response.content_part.added', loc + ',"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}');
+  const count = plan.count;
+  const cut = cutIndex(sw, count);
+  for (let i = 0; i < count; i++) {
+    if (i === cut) {
+      yield CUT;
+      return;
+    }
+    yield ev('response.output_text.delta', loc + ',"delta":"' + plan.at(i) + '","logprobs":[]');
+  }
+  if (cut === count) {
+    yield CUT;
+    return;
+  }
+  const usage = respUsage(sw);
+  if (sw.errorEvent) {
+    const item = respItem(n, 'incomplete', plan.full);
+    yield ev(
+      'response.failed',
+      '"response":' +
+        respObject(n, c.created, c.model, 'failed', '[' + item + ']', usage, '{"code":"server_error","message":"mock error"}'),
+    );
+    return;
+  }
+  const text = plan.full;
+  yield ev('response.output_text.done', loc + ',"text":"' + text + '","logprobs":[]');
+  yield ev('response.content_part.done', loc + ',"part":{"type":"output_text","annotations":[],"logprobs":[],"text":"' + text + '"}');
+  const item = respItem(n, 'completed', text);
+  yield ev('response.output_item.done', '"output_index":0,"item":' + item);
+  yield ev('response.completed', '"response":' + respObject(n, c.created, c.model, 'completed', '[' + item + ']', usage, 'null'));
+}
+
+function* msgStream(c: StreamCtx): Generator<Item> {
+  const { sw, plan } = c;
+  yield (
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_mock' + c.n +
+    '","type":"message","role":"assistant","model":' + c.model +
+    ',"content":[],"stop_reason":null,"stop_sequence":null,"usage":' + msgUsage(sw, 1) + '}}\n\n' +
+    'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n' +
+    'event: ping\ndata: {"type": "ping"}\n\n'
+  );
+  const count = plan.count;
+  const cut = cutIndex(sw, count);
+  for (let i = 0; i < count; i++) {
+    if (i === cut) {
+      yield CUT;
+      return;
+    }
+    yield 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"' + plan.at(i) + '"}}\n\n';
+  }
+  if (cut === count) {
+    yield CUT;
+    return;
+  }
+  if (sw.errorEvent) {
+    yield MSG_STREAM_ERROR;
+    return;
+  }
+  yield (
+    'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n' +
+    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":' + sw.O + '}}\n\n' +
+    'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+  );
+}
+
+const STREAMS = [chatStream, respStream, msgStream] as const;
+
+/** Plain (non-stream) body in bytes mode: prefix, lazily generated text, suffix. */
+function* plainBytes(before: string, plan: Plan, after: string): Generator<Item> {
+  yield before;
+  for (let i = 0; i < plan.count; i++) yield plan.at(i);
+  yield after;
+}
+
+// ---------------------------------------------------------------------------
+// Writing helpers
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    setTimeout(resolve, ms).unref();
+  });
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/** Terminate the connection without finishing the HTTP message (no final chunk). */
+function cutConnection(res: ServerResponse): void {
+  const s = res.socket;
+  if (!s || s.destroyed) {
+    res.destroy();
+    return;
+  }
+  // end() flushes what was already written (incl. corked data), then FIN;
+  // the chunked body is never terminated, so the client sees a premature close.
+  s.once('finish', () => s.destroy());
+  s.end();
+}
+
+const BATCH = 65536;
+function noop(): void {}
+
+async function pump(res: ServerResponse, it: Iterator<Item>, delayMs: number): Promise<void> {
+  res.on('error', noop);
+  let batch = '';
+  let first = true;
+  for (let r = it.next(); r.done !== true; r = it.next()) {
+    if (res.destroyed) return;
+    const v = r.value;
+    if (v === CUT) {
+      if (batch !== '') res.write(batch);
+      cutConnection(res);
+      return;
+    }
+    if (delayMs > 0) {
+      if (!first) {
+        await sleep(delayMs);
+        if (res.destroyed) return;
+      }
+      first = false;
+      if (!res.write(v)) await drained(res);
+    } else {
+      batch = batch === '' ? v : batch + v;
+      if (batch.length >= BATCH) {
+        const ok = res.write(batch);
+        batch = '';
+        if (!ok) await drained(res);
+      }
+    }
+  }
+  if (res.destroyed) return;
+  if (batch !== '') res.end(batch);
+  else res.end();
+}
+
+// ---------------------------------------------------------------------------
+// Server
+
+function nowSec(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+export async function startMockProvider(opts: MockProviderOptions = {}): Promise<MockProvider> {
+  const host = opts.host ?? '127.0.0.1';
+  const record = opts.record !== false;
+  const requests: RecordedRequest[] = [];
+  let counter = 0;
+  let lastModel: unknown;
+  let lastModelJson = '';
+  let lastModelBytes = 0;
+  const modelBytes = (json: string): number => {
+    if (json === lastModelJson) return lastModelBytes;
+    return Buffer.byteLength(json);
+  };
+
+  const respondPlain = (res: ServerResponse, fmt: Fmt, rid: string, n: number, modelJson: string, sw: Sw): void => {
+    const flavor: Flavor = fmt === MSG ? 1 : 0;
+    if (sw.bytes >= 0) {
+      const plan = makePlan(sw);
+      const ns = '' + n;
+      const tpl = PLAIN_BUILDERS[fmt](ns, '' + nowSec(), modelJson, S_X, sw);
+      const x = tpl.indexOf(S_X);
+      const before = tpl.slice(0, x);
+      const after = tpl.slice(x + S_X.length);
+      const len = Buffer.byteLength(before) + sw.bytes + Buffer.byteLength(after);
+      res.writeHead(200, jsonHeaders(flavor, rid, len));
+      void pump(res, plainBytes(before, plan, after), 0);
+      return;
+    }
+    const t = templateFor(fmt, sw);
+    const parts = t.parts;
+    const holes = t.holes;
+    const ns = '' + n;
+    const ts = '' + nowSec();
+    let body = parts[0]!;
+    let bytes = t.staticBytes;
+    for (let i = 0; i < holes.length; i++) {
+      const h = holes[i];
+      let v: string;
+      if (h === HOLE_N) {
+        v = ns;
+        bytes += v.length;
+      } else if (h === HOLE_T) {
+        v = ts;
+        bytes += v.length;
+      } else {
+        v = modelJson;
+        bytes += modelBytes(modelJson);
+      }
+      body += v + parts[i + 1]!;
+    }
+    sendJson(res, 200, flavor, rid, body, bytes);
+  };
+
+  const respond = (res: ServerResponse, fmt: Fmt, rid: string, n: number, body: Record<string, unknown>, sw: Sw): void => {
+    if (res.destroyed) return;
+    const flavor: Flavor = fmt === MSG ? 1 : 0;
+    if (fmt === MSG && body.max_tokens === undefined) {
+      sendJson(res, 400, 1, rid, MAX_TOKENS_MISSING);
+      return;
+    }
+    if (sw.status !== 0) {
+      sendJson(res, sw.status, flavor, rid, statusErrorBody(flavor, sw.status));
+      return;
+    }
+    const model = body.model;
+    let modelJson: string;
+    if (typeof model !== 'string') modelJson = DEFAULT_MODEL_JSON[fmt];
+    else if (model === lastModel) modelJson = lastModelJson;
+    else {
+      modelJson = JSON.stringify(model);
+      lastModel = model;
+      lastModelJson = modelJson;
+      lastModelBytes = Buffer.byteLength(modelJson);
+    }
+    if (body.stream !== true) {
+      respondPlain(res, fmt, rid, n, modelJson, sw);
+      return;
+    }
+    const so = body.stream_options as { include_usage?: unknown } | null | undefined;
+    const ctx: StreamCtx = {
+      n: '' + n,
+      created: '' + nowSec(),
+      model: modelJson,
+      sw,
+      plan: makePlan(sw),
+      includeUsage: fmt === CHAT && so !== null && typeof so === 'object' && so.include_usage === true,
+    };
+    res.writeHead(200, sseHeaders(flavor, rid));
+    void pump(res, STREAMS[fmt](ctx), sw.chunkDelayMs);
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse, url: string, text: string): void => {
+    const n = ++counter;
+    const rid = 'req_mock_' + n;
+    if (record) requests.push({ method: req.method ?? '', path: url, headers: req.headers, body: text });
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const method = req.method;
+    let fmt: Fmt;
+    if (method === 'POST' && path === '/v1/chat/completions') fmt = CHAT;
+    else if (method === 'POST' && path === '/v1/responses') fmt = RESP;
+    else if (method === 'POST' && path === '/v1/messages') fmt = MSG;
+    else if (method === 'GET' && path === '/v1/models') {
+      const h = req.headers;
+      const anthropic = h['anthropic-version'] !== undefined || (h['x-api-key'] !== undefined && h.authorization === undefined);
+      if (anthropic) sendJson(res, 200, 1, rid, ANTHROPIC_MODELS);
+      else sendJson(res, 200, 0, rid, OPENAI_MODELS);
+      return;
+    } else {
+      sendJson(
+        res,
+        404,
+        0,
+        rid,
+        openaiError('Unknown request URL: ' + method + ' ' + path + '. Please check the URL for typos.', 'invalid_request_error', 'unknown_url'),
+      );
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      if (fmt === MSG) sendJson(res, 400, 1, rid, BAD_JSON_ANTHROPIC);
+      else sendJson(res, 400, 0, rid, BAD_JSON_OPENAI);
+      return;
+    }
+    const b = body as Record<string, unknown>;
+    const sw = b.mock === undefined ? DEFAULT_SW : readSwitches(b.mock);
+    if (sw.delayMs > 0) {
+      res.on('error', noop);
+      setTimeout(respond, sw.delayMs, res, fmt, rid, n, b, sw).unref();
+    } else {
+      respond(res, fmt, rid, n, b, sw);
+    }
+  };
+
+  const server = http.createServer({ noDelay: true }, (req, res) => {
+    const url = req.url ?? '/';
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => {
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      const text = chunks.length === 0 ? '' : chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+      handle(req, res, url, text);
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+
+  const addr = server.address();
+  const port = addr !== null && typeof addr === 'object' ? addr.port : 0;
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? '[' + host + ']' : host;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: 'http://' + urlHost + ':' + port,
+    port,
+    requests,
+    close(): Promise<void> {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Direct execution: node dist/mock/provider.js --port 8080 [--host 0.0.0.0]
+
+function isEntryPoint(): boolean {
+  const argv1 = process.argv[1];
+  if (argv1 === undefined) return false;
+  try {
+    return import.meta.url === pathToFileURL(argv1).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  const args = process.argv.slice(2);
+  const argValue = (name: string): string | undefined => {
+    const i = args.indexOf(name);
+    if (i !== -1) return args[i + 1];
+    const eq = args.find((a) => a.startsWith(name + '='));
+    return eq === undefined ? undefined : eq.slice(name.length + 1);
+  };
+  const portArg = argValue('--port');
+  const port = portArg === undefined ? 0 : Number(portArg);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write('invalid --port: ' + String(portArg) + '\n');
+    process.exit(2);
+  }
+  const hostArg = argValue('--host');
+  const mock = await startMockProvider({ port, record: false, ...(hostArg !== undefined ? { host: hostArg } : {}) });
+  process.stdout.write('mock provider listening on ' + mock.url + '\n');
+  const stop = (): void => {
+    void mock.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}

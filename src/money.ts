@@ -1,0 +1,49 @@
+/**
+ * Money is held as integers, never floats.
+ *
+ * Unit: the nano-dollar (1 nUSD = 10^-9 USD). Balances and costs are plain JS integers in nUSD,
+ * exact up to Number.MAX_SAFE_INTEGER nUSD (about 9 million USD per key).
+ *
+ * Prices are configured in USD per million tokens. One token at P USD/M costs P * 1000 nUSD, so
+ * any price with at most three decimals (0.075, 1.25, 18.75 …) is an exact integer number of nUSD
+ * per token, and a charge is `tokens × nUSD-per-token`: integer multiplication, no rounding at all.
+ * Prices with more precision are refused when the configuration is loaded.
+ *
+ * Display: amounts are shown in USD with six decimals (micro-dollars), rounded half away from
+ * zero. Only the display rounds; the stored balance and every stored cost stay exact.
+ */
+
+export const NANO_PER_USD = 1_000_000_000;
+
+/** USD per million tokens → integer nUSD per token, or undefined when not exact (more than 3 decimals). */
+export function pricePerTokenNano(usdPerMillion: number): number | undefined {
+  if (typeof usdPerMillion !== 'number' || !Number.isFinite(usdPerMillion) || usdPerMillion < 0) return undefined;
+  const scaled = usdPerMillion * 1000;
+  const rounded = Math.round(scaled);
+  if (Math.abs(scaled - rounded) > 1e-6 || !Number.isSafeInteger(rounded)) return undefined;
+  return rounded;
+}
+
+/**
+ * Parses a decimal USD amount written as text ("5", "0.25", "12.000000001") into nUSD exactly,
+ * without going through a float. Returns undefined for anything else (signs, exponents, > 9 decimals).
+ */
+export function parseUsd(text: string): number | undefined {
+  const m = /^(\d+)(?:\.(\d{1,9}))?$/.exec(text.trim());
+  if (!m) return undefined;
+  const whole = Number(m[1]);
+  const frac = Number((m[2] ?? '').padEnd(9, '0'));
+  const nano = whole * NANO_PER_USD + frac;
+  return Number.isSafeInteger(nano) ? nano : undefined;
+}
+
+/** nUSD → "1.234568" (six decimals, half away from zero). */
+export function formatUsd(nano: number): string {
+  const negative = nano < 0;
+  const abs = Math.abs(nano);
+  let whole = Math.floor(abs / NANO_PER_USD);
+  let micro = Math.floor(((abs % NANO_PER_USD) + 500) / 1000);
+  if (micro === 1_000_000) { whole += 1; micro = 0; }
+  const text = `${whole}.${String(micro).padStart(6, '0')}`;
+  return negative && (whole > 0 || micro > 0) ? `-${text}` : text;
+}

@@ -1,0 +1,150 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { fundsRefusal, keyRefusal, modelAllowed } from './admit/admit.js';
+import { credentialOf } from './auth/credential.js';
+import { hashKey, isWellFormedKey } from './auth/keys.js';
+import type { Config } from './config/types.js';
+import { FORMATS } from './formats/index.js';
+import { readRequestFacts } from './formats/model.js';
+import { Exchange } from './forward/exchange.js';
+import { buildUpstreams, closeUpstreams, type Upstream } from './forward/pools.js';
+import { readBody, TOO_LARGE } from './http/body.js';
+import { sendError } from './http/errors.js';
+import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders } from './http/headers.js';
+import { nextRequestId } from './http/request-id.js';
+import { buildRoutes, type Route } from './http/routes.js';
+import { log } from './log.js';
+import type { Store } from './store/lmdb.js';
+import type { KeyRecord } from './store/types.js';
+import { serveUsageApi } from './usage/api.js';
+import { serveUsagePage } from './usage/page.js';
+
+export interface GatewayOptions {
+  /** Grace period for reading a provider's answer after the client left (ms). */
+  clientGoneGraceMs?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface Gateway {
+  server: Server;
+  /** Stops accepting, waits for requests in flight (up to `timeoutMs`), closes provider pools. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+/**
+ * Wires the stages in the spec's order of checks. Everything the handler consults — routes,
+ * model table, provider pools, header tables, error bodies — is built here, once.
+ */
+export function createGateway(config: Config, store: Store, options: GatewayOptions = {}): Gateway {
+  const routes = buildRoutes();
+  const upstreams = buildUpstreams(config, options.env);
+  const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
+  const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
+  const clientGoneGraceMs = options.clientGoneGraceMs ?? 300_000;
+  const maxRequestBytes = config.limits.maxRequestBytes;
+
+  /** Steps 8–11 for inference calls, after the key, funds and rate checks passed. */
+  async function inference(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): Promise<void> {
+    const body = await readBody(req, maxRequestBytes);
+    if (body === undefined) return;
+    if (body === TOO_LARGE) return sendError(res, 'request_too_large', requestId);
+    const facts = readRequestFacts(body);
+    if (facts === undefined) return sendError(res, 'model_required', requestId);
+    if (!modelAllowed(key, facts.model)) return sendError(res, 'model_not_allowed', requestId);
+    const model = config.models.get(facts.model);
+    const endpoint = route.endpoint!;
+    if (model === undefined || !model.endpoints.has(endpoint) || !(store.modelSwitch(model.id) ?? model.enabledByDefault)) {
+      return sendError(res, 'model_not_available', requestId);
+    }
+    const upstream = upstreamOf(model.provider.name);
+    const exchange = new Exchange(res, requestId, {
+      store, key, model, format: FORMATS[endpoint], requestBytes: body.length, requestedStream: facts.stream, clientGoneGraceMs,
+    });
+    upstream.pool.dispatch({
+      path: upstream.provider.basePath + route.upstreamPath + query,
+      method: 'POST',
+      headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
+      body,
+    }, exchange);
+  }
+
+  /** GET /models: the catalogue of the provider `catalogProvider` names for the caller's format. */
+  function models(req: IncomingMessage, res: ServerResponse, route: Route, requestId: string, query: string): void {
+    const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
+    upstream.pool.dispatch({
+      path: upstream.provider.basePath + route.upstreamPath + query,
+      method: 'GET',
+      headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
+    }, new Exchange(res, requestId, null));
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const query = q === -1 ? '' : url.slice(q);
+    const method = req.method ?? 'GET';
+    if (method === 'OPTIONS') {
+      res.writeHead(204, PREFLIGHT_RESPONSE_HEADERS as string[]);
+      res.end();
+      return;
+    }
+    const requestId = nextRequestId();
+    // 1. The path resolves (before any credential is looked at).
+    const route = routes.find(method, path);
+    if (route === undefined) return sendError(res, 'unknown_endpoint', requestId);
+    if (route.kind === 'usage-page') return serveUsagePage(res);
+    // 2. A credential is present; 3. the key is known.
+    const credential = credentialOf(req.headers);
+    if (credential === undefined) return sendError(res, 'missing_api_key', requestId);
+    const key = isWellFormedKey(credential) ? store.keyByHash(hashKey(credential)) : undefined;
+    if (key === undefined) return sendError(res, 'invalid_api_key', requestId);
+    if (route.kind === 'usage-api') return serveUsageApi(res, store, key, query);
+    // 4. Usable (status, expiry); 5. right surface.
+    const now = Date.now();
+    const refusal = keyRefusal(key, route.surface!, now);
+    if (refusal !== null) return sendError(res, refusal, requestId);
+    // 6. Funds.
+    const short = fundsRefusal(store.account(key.account));
+    if (short !== null) return sendError(res, short, requestId);
+    // 7. Rate, before the body is read.
+    if (key.rpm !== null) {
+      const retryAfter = await store.admit(key.id, key.rpm, now);
+      if (retryAfter > 0) return sendError(res, 'rate_limit_exceeded', requestId, retryAfter);
+    }
+    if (route.kind === 'models') return models(req, res, route, requestId, query);
+    return inference(req, res, route, key, requestId, query);
+  }
+
+  const server = createServer({
+    // Clients keep connections to a gateway for long: outlive common 60 s idle timeouts of
+    // load balancers and SDK pools, so the server is never the side that races a reused socket.
+    keepAliveTimeout: 65_000,
+    headersTimeout: 66_000,
+    requestTimeout: 300_000,
+  }, (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      log('error', 'request_failed', { error: String(err) });
+      if (!res.headersSent) sendError(res, 'upstream_unavailable', nextRequestId());
+      else res.destroy();
+    });
+  });
+
+  return {
+    server,
+    async close(timeoutMs = 30_000) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.closeAllConnections();
+          resolve();
+        }, timeoutMs);
+        timer.unref();
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        server.closeIdleConnections();
+      });
+      await closeUpstreams(upstreams);
+    },
+  };
+}

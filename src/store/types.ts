@@ -1,0 +1,63 @@
+import type { Endpoint } from '../config/types.js';
+
+export type KeyMode = 'credit' | 'token';
+export type KeyStatus = 'active' | 'suspended';
+
+/** A key as stored: the secret itself is never stored, only its SHA-256 (`hash`). */
+export interface KeyRecord {
+  id: string;
+  hash: string;
+  /** The first 12 characters of the secret (`gw_live_` + 4 hex): the only part ever shown. */
+  prefix: string;
+  name: string | null;
+  mode: KeyMode;
+  /** Model allowlist; null means every enabled model. */
+  models: string[] | null;
+  /** Requests per minute; null means no limit. */
+  rpm: number | null;
+  /** Epoch milliseconds after which the key is expired; null means never. */
+  expiresAt: number | null;
+  status: KeyStatus;
+  createdAt: number;
+  /** The balance or budget this key draws on; keys made by `rotate` share their original's. */
+  account: string;
+  rotatedFrom: string | null;
+}
+
+/** A balance (credit mode, exact nUSD, see money.ts) or a token budget (token mode). */
+export interface Account {
+  mode: KeyMode;
+  balanceNano: number;
+  budgetTokens: number;
+  usedTokens: number;
+}
+
+/** One forwarded request, as the usage checker lists it. */
+export interface UsageRecord {
+  at: number;
+  requestId: string;
+  endpoint: Endpoint | 'models';
+  model: string;
+  stream: boolean;
+  status: number;
+  /** All input tokens, cached reads and cache writes included. */
+  inputTokens: number;
+  outputTokens: number;
+  cachedInputTokens: number;
+  cacheWriteTokens: number;
+  reasoningTokens: number;
+  /** What the call cost in nUSD (credit keys); null for token keys. */
+  costNano: number | null;
+  tokensCharged: number;
+  error: string | null;
+  estimated: boolean;
+  clientGone: boolean;
+}
+
+/** Per key and UTC day, for the usage checker's chart. */
+export interface DailyTotals {
+  requests: number;
+  costNano: number;
+  tokens: number;
+  byModel: Record<string, { requests: number; costNano: number; tokens: number }>;
+}

@@ -1,0 +1,132 @@
+import type { ServerResponse } from 'node:http';
+import { fundsRefusal } from '../admit/admit.js';
+import { CORS_RESPONSE_HEADERS } from '../http/headers.js';
+import { formatUsd } from '../money.js';
+import type { Store } from '../store/lmdb.js';
+import type { Account, KeyRecord, UsageRecord } from '../store/types.js';
+
+export const DEFAULT_PAGE = 50;
+export const MAX_PAGE = 500;
+const DAY_MS = 86_400_000;
+
+const USAGE_HEADERS = ['content-type', 'application/json', 'cache-control', 'no-store', ...CORS_RESPONSE_HEADERS];
+
+/** Why calls with this key would fail right now, or 'ok'. */
+export type KeyState = 'ok' | 'suspended' | 'expired' | 'insufficient_credit' | 'token_budget_exhausted';
+
+export function keyState(key: KeyRecord, account: Account | undefined, now: number): KeyState {
+  if (key.status !== 'active') return 'suspended';
+  if (key.expiresAt !== null && now >= key.expiresAt) return 'expired';
+  return (fundsRefusal(account) as KeyState | null) ?? 'ok';
+}
+
+export function keyView(key: KeyRecord, account: Account | undefined, now: number): Record<string, unknown> {
+  const view: Record<string, unknown> = {
+    prefix: key.prefix,
+    name: key.name,
+    mode: key.mode,
+    status: key.status,
+    state: keyState(key, account, now),
+    expiresAt: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
+    models: key.models,
+    rateLimitRpm: key.rpm,
+    createdAt: new Date(key.createdAt).toISOString(),
+  };
+  if (key.mode === 'credit') {
+    view.balanceUsd = formatUsd(account?.balanceNano ?? 0);
+    view.balanceNanoUsd = account?.balanceNano ?? 0;
+  } else {
+    const budget = account?.budgetTokens ?? 0;
+    const used = account?.usedTokens ?? 0;
+    view.budgetTokens = budget;
+    view.usedTokens = used;
+    view.remainingTokens = Math.max(0, budget - used);
+  }
+  return view;
+}
+
+export function requestView(r: UsageRecord): Record<string, unknown> {
+  return {
+    at: new Date(r.at).toISOString(),
+    requestId: r.requestId,
+    endpoint: r.endpoint,
+    model: r.model,
+    stream: r.stream,
+    status: r.status,
+    inputTokens: r.inputTokens,
+    outputTokens: r.outputTokens,
+    cachedInputTokens: r.cachedInputTokens,
+    cacheWriteTokens: r.cacheWriteTokens,
+    reasoningTokens: r.reasoningTokens,
+    costUsd: r.costNano === null ? null : formatUsd(r.costNano),
+    costNanoUsd: r.costNano,
+    tokensCharged: r.tokensCharged,
+    error: r.error,
+    estimated: r.estimated,
+    clientGone: r.clientGone,
+  };
+}
+
+function encodeCursor(r: UsageRecord): string {
+  return Buffer.from(`${r.at}.${r.requestId}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): [number, string] | undefined {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const dot = text.indexOf('.');
+  const at = Number(text.slice(0, dot));
+  return dot > 0 && Number.isSafeInteger(at) ? [at, text.slice(dot + 1)] : undefined;
+}
+
+function badQuery(res: ServerResponse, message: string): void {
+  res.writeHead(400, USAGE_HEADERS);
+  res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: 'invalid_query', param: null } }));
+}
+
+/**
+ * GET /usage/api — the key's state, its newest requests (cursor paging with `limit` and
+ * `before`), and per-day totals for the last `days` days (default 30) with a split by model.
+ * Suspended and expired keys may read their own usage.
+ */
+export function serveUsageApi(res: ServerResponse, store: Store, key: KeyRecord, query: string, now = Date.now()): void {
+  const params = new URLSearchParams(query);
+  const limitText = params.get('limit');
+  const limit = limitText === null ? DEFAULT_PAGE : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) return badQuery(res, `limit must be an integer from 1 to ${MAX_PAGE}`);
+  const beforeText = params.get('before');
+  const before = beforeText === null ? undefined : decodeCursor(beforeText);
+  if (beforeText !== null && before === undefined) return badQuery(res, 'before must be a cursor returned as nextBefore');
+  const daysText = params.get('days');
+  const days = daysText === null ? 30 : Number(daysText);
+  if (!Number.isInteger(days) || days < 1 || days > 366) return badQuery(res, 'days must be an integer from 1 to 366');
+
+  const account = store.account(key.account);
+  const records = store.usageOf(key.id, limit, before);
+  const last = records.length === limit ? records[records.length - 1] : undefined;
+
+  const today = Math.floor(now / DAY_MS) * DAY_MS;
+  const from = new Date(today - (days - 1) * DAY_MS).toISOString().slice(0, 10);
+  const to = new Date(today).toISOString().slice(0, 10);
+  const totals = store.dailyOf(key.id, from, to);
+  const daily = [];
+  for (let d = 0; d < days; d++) {
+    const day = new Date(today - (days - 1 - d) * DAY_MS).toISOString().slice(0, 10);
+    const t = totals.get(day);
+    daily.push({
+      day,
+      requests: t?.requests ?? 0,
+      costUsd: formatUsd(t?.costNano ?? 0),
+      costNanoUsd: t?.costNano ?? 0,
+      tokens: t?.tokens ?? 0,
+      byModel: Object.entries(t?.byModel ?? {}).map(([model, m]) => ({ model, requests: m.requests, costUsd: formatUsd(m.costNano), costNanoUsd: m.costNano, tokens: m.tokens })),
+    });
+  }
+
+  res.writeHead(200, USAGE_HEADERS);
+  res.end(JSON.stringify({
+    key: keyView(key, account, now),
+    requests: records.map(requestView),
+    nextBefore: last === undefined ? null : encodeCursor(last),
+    daily,
+  }));
+}
