@@ -39,7 +39,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
   const upstreams = buildUpstreams(config, options.env);
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
-  const clientGoneGraceMs = options.clientGoneGraceMs ?? 300_000;
+  const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
   const maxRequestBytes = config.limits.maxRequestBytes;
 
   /** Steps 8–11 for inference calls, after the key, funds and rate checks passed. */
@@ -56,14 +56,17 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
       return sendError(res, 'model_not_available', requestId);
     }
     const upstream = upstreamOf(model.provider.name);
+    const format = FORMATS[endpoint];
+    // Streams must report usage; a body that does not ask for it is the one thing changed.
+    const usageBody = format.streamUsageRequest?.(facts, body);
     const exchange = new Exchange(res, requestId, {
-      store, key, model, format: FORMATS[endpoint], requestBytes: body.length, requestedStream: facts.stream, clientGoneGraceMs,
+      store, key, model, format, requestBody: facts.body, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
     });
     upstream.pool.dispatch({
       path: upstream.provider.basePath + route.upstreamPath + query,
       method: 'POST',
       headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
-      body,
+      body: usageBody ?? body,
     }, exchange);
   }
 

@@ -16,6 +16,7 @@ export const DEFAULT_LIMITS: Limits = {
   upstreamHeadersTimeoutMs: 600_000,
   upstreamBodyTimeoutMs: 600_000,
   upstreamConnections: 256,
+  clientGoneGraceMs: 300_000,
 };
 
 type Json = unknown;
@@ -119,6 +120,7 @@ function compileLimits(raw: Json): Limits {
   if (l.maxRequestBytes !== undefined) limits.maxRequestBytes = integer(l.maxRequestBytes, 'limits.maxRequestBytes', 1024, 1024 ** 3);
   if (l.upstreamHeadersTimeoutMs !== undefined) limits.upstreamHeadersTimeoutMs = integer(l.upstreamHeadersTimeoutMs, 'limits.upstreamHeadersTimeoutMs', 1, 3_600_000);
   if (l.upstreamBodyTimeoutMs !== undefined) limits.upstreamBodyTimeoutMs = integer(l.upstreamBodyTimeoutMs, 'limits.upstreamBodyTimeoutMs', 1, 3_600_000);
+  if (l.clientGoneGraceMs !== undefined) limits.clientGoneGraceMs = integer(l.clientGoneGraceMs, 'limits.clientGoneGraceMs', 0, 3_600_000);
   if (l.upstreamConnections !== undefined) limits.upstreamConnections = integer(l.upstreamConnections, 'limits.upstreamConnections', 1, 65_536);
   return limits;
 }

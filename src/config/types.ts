@@ -25,6 +25,8 @@ export interface RawLimits {
   upstreamBodyTimeoutMs?: number;
   /** Connections kept per provider. */
   upstreamConnections?: number;
+  /** How long to keep reading a provider's answer after the client left, to bill exact usage. */
+  clientGoneGraceMs?: number;
 }
 
 /** The configuration file as written (see interface.md). */
@@ -68,6 +70,7 @@ export interface Limits {
   upstreamHeadersTimeoutMs: number;
   upstreamBodyTimeoutMs: number;
   upstreamConnections: number;
+  clientGoneGraceMs: number;
 }
 
 export interface Config {

@@ -1,4 +1,7 @@
-import { count, isObject, type FormatAdapter, type Usage } from './types.js';
+import { capturedString, count, isObject, type FormatAdapter, type Usage } from './types.js';
+
+const CONTENT = /"(?:content|arguments|refusal)":"((?:[^"\\]|\\.)*)"/;
+const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
 
 /** OpenAI Chat Completions: `usage.prompt_tokens` (cached inside), `completion_tokens` (reasoning inside). */
 function usageOf(u: unknown): Usage | undefined {
@@ -25,6 +28,25 @@ export const chat: FormatAdapter = {
     } else if (data.startsWith('{"error"') || (data.includes('"error"') && isObject(parse(data)?.error))) {
       state.failure = 'upstream_stream_error';
     }
+  },
+  deltaText: (event) => capturedString(event.data, CONTENT),
+  /**
+   * A streamed chat call reports usage only with `stream_options.include_usage`. When the client
+   * did not ask, ask for it: splice the option in after the body's opening brace (the body is
+   * otherwise forwarded byte for byte), or, when the client sent `stream_options` without it,
+   * re-serialise with the flag set. The usage-only chunk is then removed from what that client
+   * receives (UsageChunkFilter).
+   */
+  streamUsageRequest(facts, raw) {
+    if (!facts.stream) return undefined;
+    const options = facts.body.stream_options;
+    if (isObject(options) && options.include_usage === true) return undefined;
+    if (options === undefined) {
+      const brace = raw.indexOf(0x7b);
+      return Buffer.concat([raw.subarray(0, brace + 1), INCLUDE_USAGE, raw.subarray(brace + 1)]);
+    }
+    const fixed = { ...facts.body, stream_options: { ...(isObject(options) ? options : {}), include_usage: true } };
+    return Buffer.from(JSON.stringify(fixed));
   },
 };
 

@@ -1,5 +1,7 @@
 import { parseEventData } from './chat.js';
-import { count, isObject, type FormatAdapter, type StreamState, type Usage } from './types.js';
+import { capturedString, count, isObject, type FormatAdapter, type StreamState, type Usage } from './types.js';
+
+const DELTA_TEXT = /"(?:text|partial_json|thinking)":"((?:[^"\\]|\\.)*)"/;
 
 /**
  * Anthropic Messages: `input_tokens` excludes cache reads and writes, which are reported
@@ -46,4 +48,5 @@ export const messages: FormatAdapter = {
         break;
     }
   },
+  deltaText: (event) => (event.event === 'content_block_delta' ? capturedString(event.data, DELTA_TEXT) : undefined),
 };

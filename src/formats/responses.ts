@@ -1,5 +1,7 @@
 import { parseEventData } from './chat.js';
-import { count, isObject, type FormatAdapter, type Usage } from './types.js';
+import { capturedString, count, isObject, type FormatAdapter, type Usage } from './types.js';
+
+const DELTA = /"delta":"((?:[^"\\]|\\.)*)"/;
 
 /** OpenAI Responses: `usage.input_tokens` (cached inside), `output_tokens` (reasoning inside). */
 function usageOf(u: unknown): Usage | undefined {
@@ -33,4 +35,5 @@ export const responses: FormatAdapter = {
         break;
     }
   },
+  deltaText: (event) => (event.event !== undefined && event.event.endsWith('.delta') ? capturedString(event.data, DELTA) : undefined),
 };

@@ -29,6 +29,27 @@ export interface FormatAdapter {
   usageOfBody(body: unknown): Usage | undefined;
   /** Reads one server-sent event; parses JSON only for the events that carry usage or errors. */
   onEvent(state: StreamState, event: EventSourceMessage): void;
+  /**
+   * The output text an event adds, or undefined. Used only to estimate output tokens when a
+   * call ends without the provider's usage, so it is a cheap regex, not a JSON parse.
+   */
+  deltaText(event: EventSourceMessage): string | undefined;
+  /**
+   * For formats whose streams report usage only on request (Chat Completions): the body to send
+   * instead so that the provider reports it, or undefined when the body already asks.
+   */
+  streamUsageRequest?(facts: { stream: boolean; body: Record<string, unknown> }, raw: Buffer): Buffer | undefined;
+}
+
+/** The decoded JSON string literal captured by `pattern`'s first group, or undefined. */
+export function capturedString(data: string, pattern: RegExp): string | undefined {
+  const m = pattern.exec(data);
+  if (m === null) return undefined;
+  try {
+    return JSON.parse(`"${m[1]}"`) as string;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A non-negative integer field, or 0. */

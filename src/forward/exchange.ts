@@ -2,14 +2,15 @@ import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Model } from '../config/types.js';
 import type { FormatAdapter, Usage } from '../formats/types.js';
+import { UsageChunkFilter } from '../formats/usage-chunk-filter.js';
 import { sendError } from '../http/errors.js';
 import { clientResponseHeaders, pickUpstreamHeaders } from '../http/headers.js';
+import { log } from '../log.js';
 import { chargeFor } from '../meter/charge.js';
 import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
 import type { Store } from '../store/lmdb.js';
 import type { KeyRecord, UsageRecord } from '../store/types.js';
-import { log } from '../log.js';
 
 /** What a metered call needs besides the response: who pays, for what, at which price. */
 export interface Metering {
@@ -17,10 +18,20 @@ export interface Metering {
   key: KeyRecord;
   model: Model;
   format: FormatAdapter;
-  requestBytes: number;
+  /** The parsed request body, for an input estimate should usage never arrive. */
+  requestBody: Record<string, unknown>;
   requestedStream: boolean;
+  /** The gateway asked for stream usage the client did not ask for: hide the usage-only chunk. */
+  stripUsageChunk: boolean;
   /** How long to keep reading a provider's answer after the client left (then abort and estimate). */
   clientGoneGraceMs: number;
+}
+
+/** How a call ended, for its usage record. */
+interface Outcome {
+  usage: Usage | undefined;
+  error: string | null;
+  estimated: boolean;
 }
 
 const kExchange = Symbol('tollgate.exchange');
@@ -43,11 +54,14 @@ function onResponseDrain(this: TrackedResponse): void {
  * Back-pressure: `res.write() === false` pauses the provider (onData returns false) until the
  * client's 'drain'. Completion: the charge and the usage record are committed before the
  * response is ended, so a response that reached the client in full is always billed.
+ * Every path ends in exactly one usage record: complete, provider error, cut, unreachable, or
+ * client gone (billed from the provider's usage, or estimated when the grace period ran out).
  */
 export class Exchange implements Dispatcher.DispatchHandler {
   private abortUpstream: ((err?: Error) => void) | null = null;
   private resumeUpstream: (() => void) | null = null;
   private tap: UsageTap | null = null;
+  private filter: UsageChunkFilter | null = null;
   private status = 0;
   private streamed = false;
   private upstreamRequestId: string | undefined;
@@ -82,7 +96,11 @@ export class Exchange implements Dispatcher.DispatchHandler {
     const picked = pickUpstreamHeaders(rawHeaders);
     this.upstreamRequestId = picked.requestId;
     this.streamed = picked.contentType !== undefined && picked.contentType.startsWith('text/event-stream');
-    if (this.metering !== null && statusCode < 300) this.tap = new UsageTap(this.metering.format, this.streamed);
+    const m = this.metering;
+    if (m !== null && statusCode < 300) {
+      this.tap = new UsageTap(m.format, this.streamed);
+      if (this.streamed && m.stripUsageChunk) this.filter = new UsageChunkFilter();
+    }
     this.headersSent = true;
     if (this.clientGone) return true;
     this.res.writeHead(statusCode, clientResponseHeaders(picked, this.requestId, this.streamed));
@@ -92,41 +110,42 @@ export class Exchange implements Dispatcher.DispatchHandler {
   onData(chunk: Buffer): boolean {
     if (this.tap !== null) this.tap.write(chunk);
     if (this.clientGone) return true;
-    return this.res.write(chunk);
+    if (this.filter === null) return this.res.write(chunk);
+    const out = this.filter.filter(chunk);
+    return out === undefined ? true : this.res.write(out);
   }
 
   onComplete(): void {
     if (this.settled) return;
     this.settled = true;
     this.clearGrace();
+    if (this.filter !== null && !this.clientGone) {
+      const rest = this.filter.end();
+      if (rest !== undefined) this.res.write(rest);
+    }
     const m = this.metering;
     if (m === null) {
       this.endResponse();
       return;
     }
-    let usage: Usage | undefined;
-    let error: string | null = null;
-    let estimated = false;
-    if (this.status >= 300) {
-      error = `upstream_status_${this.status}`;
-    } else if (this.tap !== null) {
-      this.tap.end();
-      if (this.tap.failure !== null) error = this.tap.failure;
-      else if ((usage = this.tap.usage) === undefined) {
-        usage = estimateUsage(m.requestBytes, this.tap.bytesSeen);
-        estimated = true;
-      }
+    const tap = this.tap;
+    let outcome: Outcome | Promise<Outcome>;
+    if (this.status >= 300 || tap === null) {
+      outcome = { usage: undefined, error: `upstream_status_${this.status}`, estimated: false };
+    } else {
+      tap.end();
+      if (tap.failure !== null) outcome = { usage: undefined, error: tap.failure, estimated: false };
+      else if (tap.usage !== undefined) outcome = { usage: tap.usage, error: null, estimated: false };
+      else outcome = this.estimate(m);
     }
     // An error reported inside a stream: the client's connection is destroyed, never ended
     // cleanly, so no client mistakes the partial answer for a complete one.
-    const complete = error === null || !this.streamed;
-    this.commit(m, usage, error, estimated).then(
-      () => (complete ? this.endResponse() : this.res.destroy()),
-      (err: unknown) => {
+    Promise.resolve(outcome)
+      .then((o) => this.commit(m, o).then(() => (o.error !== null && this.streamed ? this.res.destroy() : this.endResponse())))
+      .catch((err: unknown) => {
         log('error', 'usage_record_failed', { requestId: this.recordId(), error: String(err) });
         this.res.destroy();
-      },
-    );
+      });
   }
 
   onError(err: Error): void {
@@ -134,22 +153,23 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.settled = true;
     this.clearGrace();
     const m = this.metering;
-    if (this.graceExpired && m !== null) {
+    let outcome: Outcome | Promise<Outcome> | null = null;
+    if (this.graceExpired) {
       // We stopped the provider ourselves, long after the client left: bill what we saw.
-      const usage = this.tap?.usage ?? estimateUsage(m.requestBytes, this.tap?.bytesSeen ?? 0);
-      void this.commit(m, usage, null, this.tap?.usage === undefined).catch(logRecordFailure);
-      return;
-    }
-    if (!this.headersSent) {
+      if (m !== null) outcome = this.tap?.usage !== undefined && this.tap.failure === null ? { usage: this.tap.usage, error: null, estimated: true } : this.estimate(m);
+    } else if (!this.headersSent) {
       // Nothing came back: the provider could not be reached (or never answered).
       log('warn', 'upstream_unavailable', { requestId: this.requestId, error: err.message });
       if (!this.clientGone) sendError(this.res, 'upstream_unavailable', this.requestId);
-      if (m !== null) void this.commit(m, undefined, 'upstream_unavailable', false).catch(logRecordFailure);
-      return;
+      outcome = { usage: undefined, error: 'upstream_unavailable', estimated: false };
+    } else {
+      // The provider cut the body: never end the client's response as though it were complete.
+      this.res.destroy();
+      outcome = { usage: undefined, error: 'upstream_cut', estimated: false };
     }
-    // The provider cut the body: never end the client's response as though it were complete.
-    this.res.destroy();
-    if (m !== null) void this.commit(m, undefined, 'upstream_cut', false).catch(logRecordFailure);
+    if (m !== null && outcome !== null) {
+      Promise.resolve(outcome).then((o) => this.commit(m, o)).catch(logRecordFailure);
+    }
   }
 
   // ── client side ─────────────────────────────────────────────────────────
@@ -162,13 +182,13 @@ export class Exchange implements Dispatcher.DispatchHandler {
   clientClosed(): void {
     if (this.res.writableFinished || this.settled) return;
     this.clientGone = true;
-    // Keep reading the provider's answer so the call can be billed from the usage it reports;
-    // give up after the grace period and bill an estimate instead.
-    this.resumeUpstream?.();
     if (this.metering === null) {
       this.abortUpstream?.();
       return;
     }
+    // Keep reading the provider's answer so the call is billed from the usage it reports;
+    // after the grace period, stop the provider and bill an estimate instead.
+    this.resumeUpstream?.();
     this.graceTimer = setTimeout(() => {
       this.graceExpired = true;
       this.abortUpstream?.(new Error('client gone; grace period over'));
@@ -190,8 +210,14 @@ export class Exchange implements Dispatcher.DispatchHandler {
     return this.upstreamRequestId ?? this.requestId;
   }
 
-  private commit(m: Metering, usage: Usage | undefined, error: string | null, estimated: boolean): Promise<void> {
-    const u = error === null && usage !== undefined ? usage : undefined;
+  private async estimate(m: Metering): Promise<Outcome> {
+    const tap = this.tap;
+    const usage = await estimateUsage(tap?.usage, m.requestBody, tap?.outputText ?? '', tap?.bytesSeen ?? 0);
+    return { usage, error: null, estimated: true };
+  }
+
+  private commit(m: Metering, o: Outcome): Promise<void> {
+    const u = o.error === null ? o.usage : undefined;
     const charge = u === undefined ? { nano: 0, tokens: 0 } : chargeFor(u, m.model.price, m.key.mode);
     const record: UsageRecord = {
       at: this.startedAt,
@@ -207,8 +233,8 @@ export class Exchange implements Dispatcher.DispatchHandler {
       reasoningTokens: u?.reasoning ?? 0,
       costNano: m.key.mode === 'credit' ? charge.nano : null,
       tokensCharged: u === undefined ? 0 : u.input + u.output,
-      error,
-      estimated: u !== undefined && estimated,
+      error: o.error,
+      estimated: u !== undefined && o.estimated,
       clientGone: this.clientGone,
     };
     return m.store.record(m.key, record, charge);

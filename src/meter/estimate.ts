@@ -1,10 +1,48 @@
 import type { Usage } from '../formats/types.js';
 
 /**
- * A conservative estimate for a call whose provider never reported usage: about four bytes
- * per token of request body (input) and of response body seen (output). Records built from it
- * say `estimated: true`.
+ * Estimates for calls that end without the provider's usage (the client left and the grace
+ * period ran out, or the provider never reported it). Tokens are counted with gpt-tokenizer's
+ * o200k_base encoding (the current OpenAI encoding; for Claude models it is an approximation),
+ * loaded only when an estimate is first needed. Records built from it say `estimated: true`.
  */
-export function estimateUsage(requestBytes: number, responseBytes: number): Usage {
-  return { input: Math.ceil(requestBytes / 4), cachedInput: 0, cacheWrite: 0, output: Math.ceil(responseBytes / 4), reasoning: 0 };
+let counter: Promise<(text: string) => number> | undefined;
+
+function tokenCounter(): Promise<(text: string) => number> {
+  counter ??= import('gpt-tokenizer/encoding/o200k_base').then((m) => (text: string) => m.countTokens(text));
+  return counter;
+}
+
+/** The prompt's text: every string in the request body except the model id. */
+export function promptText(body: unknown): string {
+  const parts: string[] = [];
+  const walk = (v: unknown, key: string): void => {
+    if (typeof v === 'string') {
+      if (key !== 'model') parts.push(v);
+    } else if (Array.isArray(v)) {
+      for (const item of v) walk(item, key);
+    } else if (typeof v === 'object' && v !== null) {
+      for (const [k, item] of Object.entries(v)) walk(item, k);
+    }
+  };
+  walk(body, '');
+  return parts.join('\n');
+}
+
+/**
+ * Input from the usage already reported (Messages streams report input first) or else from the
+ * prompt's text; output from the text seen so far, or a quarter of the body bytes seen when no
+ * text could be read from them.
+ */
+export async function estimateUsage(seen: Usage | undefined, requestBody: unknown, outputText: string, bytesSeen: number): Promise<Usage> {
+  const count = await tokenCounter();
+  const input = seen !== undefined && seen.input > 0 ? seen.input : count(promptText(requestBody));
+  const textOutput = outputText.length > 0 ? count(outputText) : Math.ceil(bytesSeen / 4);
+  return {
+    input,
+    cachedInput: seen?.cachedInput ?? 0,
+    cacheWrite: seen?.cacheWrite ?? 0,
+    output: Math.max(seen?.output ?? 0, textOutput),
+    reasoning: 0,
+  };
 }

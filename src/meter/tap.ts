@@ -2,40 +2,63 @@ import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 import type { FormatAdapter, StreamState, Usage } from '../formats/types.js';
 
+/** Plain bodies are parsed whole up to this size; past it only a tail window is kept. */
+const WHOLE_BODY_LIMIT = 4 * 1024 * 1024;
+const TAIL_WINDOW = 256 * 1024;
+
 /**
  * A passive tap on the provider's response: it sees the same chunks the client gets and never
  * delays, re-splits or re-encodes them.
  *
  * Streams are decoded with one TextDecoder in stream mode (so a multi-byte character split
  * across chunks is decoded once whole) and fed to eventsource-parser; the format adapter parses
- * only the events that carry usage. Plain JSON bodies are kept as chunk references and parsed
- * once at the end.
+ * only the events that carry usage, and a regex collects output text for estimates. Plain JSON
+ * bodies are kept as chunk references and parsed once at the end; a body too large for that
+ * keeps a tail window, since every format puts `usage` after the content.
  */
 export class UsageTap {
   private readonly state: StreamState = { usage: undefined, failure: null };
   private readonly decoder: TextDecoder | null;
   private readonly parser: EventSourceParser | null;
-  private readonly chunks: Buffer[] | null;
-  /** Bytes of response body seen: the basis for an estimate when usage never arrives. */
+  private chunks: Buffer[] = [];
+  private kept = 0;
+  private truncated = false;
+  /** Output text seen in stream deltas, for an estimate when usage never arrives. */
+  outputText = '';
+  /** Bytes of response body seen. */
   bytesSeen = 0;
 
   constructor(private readonly format: FormatAdapter, readonly stream: boolean) {
     if (stream) {
       this.decoder = new TextDecoder('utf-8');
       const state = this.state;
-      this.parser = createParser({ onEvent: (event) => format.onEvent(state, event) });
-      this.chunks = null;
+      this.parser = createParser({
+        onEvent: (event) => {
+          format.onEvent(state, event);
+          const text = format.deltaText(event);
+          if (text !== undefined) this.outputText += text;
+        },
+      });
     } else {
       this.decoder = null;
       this.parser = null;
-      this.chunks = [];
     }
   }
 
   write(chunk: Buffer): void {
     this.bytesSeen += chunk.length;
-    if (this.parser !== null) this.parser.feed(this.decoder!.decode(chunk, { stream: true }));
-    else this.chunks!.push(chunk);
+    if (this.parser !== null) {
+      this.parser.feed(this.decoder!.decode(chunk, { stream: true }));
+      return;
+    }
+    this.chunks.push(chunk);
+    this.kept += chunk.length;
+    if (this.kept > WHOLE_BODY_LIMIT) {
+      const tail = Buffer.concat(this.chunks).subarray(-TAIL_WINDOW);
+      this.chunks = [tail];
+      this.kept = tail.length;
+      this.truncated = true;
+    }
   }
 
   /** Called once the provider's body is complete. */
@@ -47,13 +70,8 @@ export class UsageTap {
       this.parser.feed('\n\n');
       return;
     }
-    let body: unknown;
-    try {
-      body = JSON.parse(Buffer.concat(this.chunks!).toString('utf8'));
-    } catch {
-      return;
-    }
-    this.state.usage = this.format.usageOfBody(body);
+    const text = Buffer.concat(this.chunks).toString('utf8');
+    this.state.usage = this.format.usageOfBody(this.truncated ? { usage: usageFromTail(text) } : parseJson(text));
   }
 
   get usage(): Usage | undefined {
@@ -63,4 +81,29 @@ export class UsageTap {
   get failure(): string | null {
     return this.state.failure;
   }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The last `"usage": {…}` object in a body's tail, parsed; undefined when not found whole. */
+function usageFromTail(text: string): unknown {
+  const m = /"usage"\s*:\s*\{/g;
+  let start = -1;
+  for (let hit = m.exec(text); hit !== null; hit = m.exec(text)) start = hit.index + hit[0].length - 1;
+  if (start === -1) return undefined;
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
+    } else if (c === '{') depth++;
+    else if (c === '}' && --depth === 0) return parseJson(text.slice(start, i + 1));
+  }
+  return undefined;
 }

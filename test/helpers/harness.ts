@@ -1,0 +1,165 @@
+/**
+ * Starts what a test needs, the way a user would: the mock provider, a config file, and the
+ * real `tollgate serve` process (built CLI) on port 0 with its own data directory. Keys are
+ * made with the real `tollgate keys …` commands. Everything is torn down with the test.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startMockProvider, type MockProvider } from '../fixtures/mock-provider.js';
+
+export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+
+/** Provider secrets the gateway is started with; tests check they (and never a client key) reach the provider. */
+export const PROVIDER_ENV = { OPENAI_API_KEY: 'sk-test-openai-secret', ANTHROPIC_API_KEY: 'sk-ant-test-secret' };
+
+/** The catalogue used by tests: prices are exact in nUSD per token (price × 1000). */
+export function testModels(): Record<string, unknown> {
+  return {
+    'gpt-4o-mini': { provider: 'openai', endpoints: ['chat', 'responses'], price: { input: 0.15, output: 0.6, cachedInput: 0.075 }, contextWindow: 128000 },
+    'gpt-4o': { provider: 'openai', endpoints: ['chat', 'responses'], price: { input: 2.5, output: 10 } },
+    'chat-only': { provider: 'openai', endpoints: ['chat'], price: { input: 1, output: 2 } },
+    'switched-off': { provider: 'openai', endpoints: ['chat'], price: { input: 1, output: 2 }, enabled: false },
+    'claude-sonnet-4-5': { provider: 'anthropic', endpoints: ['messages'], price: { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 } },
+    'claude-haiku-4-5': { provider: 'anthropic', endpoints: ['messages'], price: { input: 1, output: 5 } },
+  };
+}
+
+export interface CliResult { code: number | null; stdout: string; stderr: string }
+
+export interface Harness {
+  /** http://127.0.0.1:PORT of the gateway */
+  base: string;
+  mock: MockProvider;
+  dataDir: string;
+  configFile: string;
+  proc: ChildProcess;
+  /** Everything the server wrote to stderr so far (its log). */
+  serverLog(): string;
+  /** Runs `tollgate ARGS --config … --data …`. */
+  cli(args: string[], env?: NodeJS.ProcessEnv): Promise<CliResult>;
+  /** `tollgate keys create … --json`, parsed; fails the caller when the command fails. */
+  createKey(args: string[]): Promise<{ id: string; key: string; prefix: string; mode: string }>;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<number | null>;
+}
+
+export interface HarnessOptions {
+  workers?: number;
+  config?: (mockUrl: string) => Record<string, unknown>;
+  env?: NodeJS.ProcessEnv;
+}
+
+interface Teardown { teardown(fn: () => unknown): void }
+
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export function defaultConfig(mockUrl: string): Record<string, unknown> {
+  return {
+    providers: {
+      openai: { baseUrl: `${mockUrl}/v1`, auth: 'bearer', apiKeyEnv: 'OPENAI_API_KEY' },
+      anthropic: { baseUrl: `${mockUrl}/v1`, auth: 'x-api-key', apiKeyEnv: 'ANTHROPIC_API_KEY' },
+    },
+    catalogProvider: { openai: 'openai', anthropic: 'anthropic' },
+    models: testModels(),
+  };
+}
+
+export async function startGateway(t: Teardown, options: HarnessOptions = {}): Promise<Harness> {
+  const mock = await startMockProvider();
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
+  const dataDir = join(dir, 'data');
+  const configFile = join(dir, 'tollgate.config.json');
+  writeFileSync(configFile, JSON.stringify((options.config ?? defaultConfig)(mock.url), null, 2));
+  const common = ['--config', configFile, '--data', dataDir];
+  const args = ['serve', ...common, '--host', '127.0.0.1', '--port', '0'];
+  if (options.workers) args.push('--workers', String(options.workers));
+  const proc = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...PROVIDER_ENV, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  proc.stderr!.on('data', (d) => (log += d));
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  const base = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`gateway did not start: ${out} ${log}`)), 20_000);
+    proc.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}: ${log}`));
+    });
+  });
+  let stopped: Promise<number | null> | null = null;
+  const stop = (): Promise<number | null> => {
+    if (!stopped) {
+      proc.kill('SIGTERM');
+      stopped = exited;
+    }
+    return stopped;
+  };
+  t.teardown(async () => {
+    await stop();
+    await mock.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const cli = (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env);
+  return {
+    base,
+    mock,
+    dataDir,
+    configFile,
+    proc,
+    serverLog: () => log,
+    cli,
+    async createKey(keyArgs) {
+      const r = await cli(['keys', 'create', ...keyArgs, '--json']);
+      if (r.code !== 0) throw new Error(`keys create failed (${r.code}): ${r.stderr}`);
+      return JSON.parse(r.stdout);
+    },
+    stop,
+  };
+}
+
+/** POST a JSON body with a bearer key; returns status, headers and text. */
+export async function post(url: string, key: string | null, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: any }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** GET /usage/api for a key. */
+export async function usageOf(base: string, key: string, query = ''): Promise<any> {
+  const res = await fetch(`${base}/usage/api${query}`, { headers: { authorization: `Bearer ${key}` } });
+  if (res.status !== 200) throw new Error(`usage api answered ${res.status}: ${await res.text()}`);
+  return res.json();
+}
