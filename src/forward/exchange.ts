@@ -155,8 +155,9 @@ export class Exchange implements Dispatcher.DispatchHandler {
     const m = this.metering;
     let outcome: Outcome | Promise<Outcome> | null = null;
     if (this.graceExpired) {
-      // We stopped the provider ourselves, long after the client left: bill what we saw.
-      if (m !== null) outcome = this.tap?.usage !== undefined && this.tap.failure === null ? { usage: this.tap.usage, error: null, estimated: true } : this.estimate(m);
+      // We stopped the provider ourselves, long after the client left: bill what we saw
+      // (a Messages stream's input usage is already final; its output is not).
+      if (m !== null) outcome = this.estimate(m);
     } else if (!this.headersSent) {
       // Nothing came back: the provider could not be reached (or never answered).
       log('warn', 'upstream_unavailable', { requestId: this.requestId, error: err.message });
@@ -212,7 +213,7 @@ export class Exchange implements Dispatcher.DispatchHandler {
 
   private async estimate(m: Metering): Promise<Outcome> {
     const tap = this.tap;
-    const usage = await estimateUsage(tap?.usage, m.requestBody, tap?.outputText ?? '', tap?.bytesSeen ?? 0);
+    const usage = await estimateUsage(tap?.usage, m.requestBody, { stream: tap?.stream ?? m.requestedStream, text: tap?.outputText ?? '', chars: tap?.outputChars ?? 0, bytesSeen: tap?.bytesSeen ?? 0 });
     return { usage, error: null, estimated: true };
   }
 

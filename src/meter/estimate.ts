@@ -31,13 +31,19 @@ export function promptText(body: unknown): string {
 
 /**
  * Input from the usage already reported (Messages streams report input first) or else from the
- * prompt's text; output from the text seen so far, or a quarter of the body bytes seen when no
- * text could be read from them.
+ * prompt's text. Output: in a stream, the tokens of the text seen so far; in a plain body (which
+ * cannot be read before it is complete), a quarter of the bytes seen.
  */
-export async function estimateUsage(seen: Usage | undefined, requestBody: unknown, outputText: string, bytesSeen: number): Promise<Usage> {
+export async function estimateUsage(
+  seen: Usage | undefined,
+  requestBody: unknown,
+  output: { stream: boolean; text: string; chars: number; bytesSeen: number },
+): Promise<Usage> {
   const count = await tokenCounter();
   const input = seen !== undefined && seen.input > 0 ? seen.input : count(promptText(requestBody));
-  const textOutput = outputText.length > 0 ? count(outputText) : Math.ceil(bytesSeen / 4);
+  // Only a sample of a long text is kept: scale its token count to the whole length.
+  const sampled = output.text.length === 0 ? 0 : Math.ceil((count(output.text) * Math.max(output.chars, output.text.length)) / output.text.length);
+  const textOutput = output.stream ? sampled : Math.ceil(output.bytesSeen / 4);
   return {
     input,
     cachedInput: seen?.cachedInput ?? 0,

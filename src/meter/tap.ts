@@ -2,6 +2,8 @@ import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 import type { FormatAdapter, StreamState, Usage } from '../formats/types.js';
 
+/** Output text kept for an estimate; past it only its length is counted (memory stays flat). */
+const TEXT_SAMPLE = 64 * 1024;
 /** Plain bodies are parsed whole up to this size; past it only a tail window is kept. */
 const WHOLE_BODY_LIMIT = 4 * 1024 * 1024;
 const TAIL_WINDOW = 256 * 1024;
@@ -23,8 +25,10 @@ export class UsageTap {
   private chunks: Buffer[] = [];
   private kept = 0;
   private truncated = false;
-  /** Output text seen in stream deltas, for an estimate when usage never arrives. */
+  /** The first 64 KiB of output text seen in stream deltas, for an estimate when usage never arrives. */
   outputText = '';
+  /** Length of all the output text seen (the sample scales up to it). */
+  outputChars = 0;
   /** Bytes of response body seen. */
   bytesSeen = 0;
 
@@ -36,7 +40,10 @@ export class UsageTap {
         onEvent: (event) => {
           format.onEvent(state, event);
           const text = format.deltaText(event);
-          if (text !== undefined) this.outputText += text;
+          if (text !== undefined) {
+            this.outputChars += text.length;
+            if (this.outputText.length < TEXT_SAMPLE) this.outputText += text;
+          }
         },
       });
     } else {

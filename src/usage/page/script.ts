@@ -1,0 +1,515 @@
+/**
+ * The usage checker's script, inlined into the page and allowed by its hash in the
+ * Content-Security-Policy. It reads `GET /usage/api` with the key in the Authorization
+ * header and draws the report with DOM calls only. The key lives in one variable for the
+ * tab's lifetime, or in localStorage when the holder asks for it to be remembered; it is
+ * never put in a URL and never written to the console.
+ */
+export const SCRIPT = String.raw`(() => {
+'use strict';
+const PAGE_SIZE = 20;
+const STORE_KEY = 'tollgate.usage.key';
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const path = location.pathname.replace(/\/+$/, '');
+const API = path + '/api';
+const BASE = location.origin + path.replace(/\/usage$/, '');
+
+const $ = (id) => document.getElementById(id);
+const form = $('check'), input = $('key'), reveal = $('reveal'), remember = $('remember');
+const forgetButton = $('forget'), statusLine = $('status'), problem = $('problem'), report = $('report');
+const moreButton = $('more'), csvButton = $('csv');
+
+let key = null;        // the key of the report on screen, in memory only
+let info = null;       // the key part of the last answer
+let rows = [];         // requests loaded so far, newest first
+let next = null;       // cursor for the next page, or null when everything is loaded
+let pending = null;    // AbortController of the request in flight
+
+// ── small helpers ─────────────────────────────────────────────────────────
+function el(tag, props, ...kids) {
+  const e = document.createElement(tag);
+  if (props) {
+    for (const name of Object.keys(props)) {
+      const v = props[name];
+      if (v === null || v === undefined || v === false) continue;
+      if (name === 'text') e.textContent = String(v);
+      else if (name === 'class') e.className = v;
+      else e.setAttribute(name, v === true ? '' : String(v));
+    }
+  }
+  for (const kid of kids) if (kid !== null && kid !== undefined && kid !== false) e.append(kid);
+  return e;
+}
+function svg(tag, attrs, ...kids) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const name of Object.keys(attrs)) e.setAttribute(name, String(attrs[name]));
+  for (const kid of kids) e.append(kid);
+  return e;
+}
+function clear(node) { while (node.firstChild) node.firstChild.remove(); }
+function say(text) {
+  // Re-set the text so that the same message is announced again.
+  statusLine.textContent = '';
+  window.setTimeout(() => { statusLine.textContent = text; }, 30);
+}
+const remembered = {
+  get() { try { return localStorage.getItem(STORE_KEY); } catch { return null; } },
+  set(value) { try { localStorage.setItem(STORE_KEY, value); return true; } catch { return false; } },
+  clear() { try { localStorage.removeItem(STORE_KEY); } catch { /* storage unavailable */ } },
+};
+
+const int = new Intl.NumberFormat('en-US');
+const fmtInt = (n) => int.format(n);
+const plural = (n, one, many) => fmtInt(n) + ' ' + (n === 1 ? one : many);
+/** "4.123456" or "-0.5" (the API's exact decimal text) → "$4.123456". */
+function usd(text) {
+  const s = String(text === null || text === undefined ? '0.000000' : text);
+  const neg = s.startsWith('-');
+  const parts = (neg ? s.slice(1) : s).split('.');
+  return (neg ? '-' : '') + '$' + int.format(Number(parts[0])) + (parts.length > 1 ? '.' + parts[1] : '');
+}
+/** Integer nano-dollars → "$0.000123" (six decimals, half away from zero). */
+function usdNano(nano) {
+  const micro = Math.round(Math.abs(nano) / 1000);
+  const frac = String(micro % 1000000).padStart(6, '0');
+  return (nano < 0 && micro > 0 ? '-' : '') + '$' + int.format(Math.floor(micro / 1000000)) + '.' + frac;
+}
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const pad = (n) => String(n).padStart(2, '0');
+function stamp(iso) {
+  const d = new Date(iso);
+  return d.getUTCFullYear() + '-' + pad(d.getUTCMonth() + 1) + '-' + pad(d.getUTCDate()) + ' ' +
+    pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ':' + pad(d.getUTCSeconds());
+}
+function longDate(iso) {
+  const d = new Date(iso);
+  return d.getUTCDate() + ' ' + MONTHS[d.getUTCMonth()] + ' ' + d.getUTCFullYear() + ', ' + pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ' UTC';
+}
+/** When a key stops working: a key set to expire on a date stops at the end of that day (UTC). */
+function expiryText(iso) {
+  const d = new Date(iso);
+  if (d.getUTCHours() + d.getUTCMinutes() + d.getUTCSeconds() + d.getUTCMilliseconds() === 0) {
+    const last = new Date(d.getTime() - 86400000);
+    return 'the end of ' + last.getUTCDate() + ' ' + MONTHS[last.getUTCMonth()] + ' ' + last.getUTCFullYear() + ' (UTC)';
+  }
+  return longDate(iso);
+}
+function dayName(day) { return Number(day.slice(8, 10)) + ' ' + MONTHS[Number(day.slice(5, 7)) - 1]; }
+function fromNow(iso) {
+  const ms = new Date(iso).getTime() - Date.now();
+  const abs = Math.abs(ms);
+  const text = abs >= 730 * 86400000 ? plural(Math.floor(abs / (365.25 * 86400000)), 'year', 'years')
+    : abs >= 2 * 86400000 ? plural(Math.round(abs / 86400000), 'day', 'days')
+    : abs >= 2 * 3600000 ? plural(Math.round(abs / 3600000), 'hour', 'hours')
+    : plural(Math.max(1, Math.round(abs / 60000)), 'minute', 'minutes');
+  return ms >= 0 ? 'in ' + text : text + ' ago';
+}
+const ENDPOINTS = { chat: 'Chat Completions', responses: 'Responses', messages: 'Messages', models: 'Models' };
+const surfaceBase = (mode) => BASE + (mode === 'token' ? '/token/v1' : '/v1');
+
+// ── the verdict: why calls would fail now, in plain words ────────────────
+function verdict(k) {
+  const code = (status, c) => el('span', null, 'Clients get HTTP ' + status + ' with error code ', el('code', { text: c }), '.');
+  switch (k.state) {
+    case 'ok': {
+      const detail = el('span', null, 'If a call still fails, check that the model is one this key allows, that the client uses the base URL ',
+        el('code', { text: surfaceBase(k.mode) }), ' (this is a ' + k.mode + ' key)',
+        k.rateLimitRpm === null ? '' : ', and that it stays under ' + plural(k.rateLimitRpm, 'request', 'requests') + ' a minute', '.');
+      if (k.expiresAt !== null) detail.append(' The key works until ' + expiryText(k.expiresAt) + ', ' + fromNow(k.expiresAt) + '.');
+      return { tone: 'ok', badge: 'Working', sentence: 'Calls with this key go through: it is active and has ' + (k.mode === 'credit' ? 'credit' : 'budget') + ' left.', detail };
+    }
+    case 'suspended':
+      return { tone: 'bad', badge: 'Suspended', sentence: 'Calls with this key fail because its issuer has suspended it.',
+        detail: el('span', null, 'Ask whoever gave you the key to resume it; the same key then works again. ', code(403, 'key_suspended')) };
+    case 'expired':
+      return { tone: 'bad', badge: 'Expired', sentence: 'Calls with this key fail because it expired at ' + expiryText(k.expiresAt) + '.',
+        detail: el('span', null, 'Ask whoever gave you the key to extend it, even if it has ' + (k.mode === 'credit' ? 'credit' : 'budget') + ' left. ', code(403, 'key_expired')) };
+    case 'insufficient_credit':
+      return { tone: 'bad', badge: 'Out of credit', sentence: 'Calls with this key fail because it has no credit left (balance ' + usd(k.balanceUsd) + ').',
+        detail: el('span', null, 'Ask whoever gave you the key for a top-up. ', code(402, 'insufficient_credit')) };
+    case 'token_budget_exhausted':
+      return { tone: 'bad', badge: 'Budget used up', sentence: 'Calls with this key fail because it has used up its token budget (' + fmtInt(k.usedTokens) + ' of ' + fmtInt(k.budgetTokens) + ' tokens).',
+        detail: el('span', null, 'Ask whoever gave you the key to renew the budget. ', code(402, 'token_budget_exhausted')) };
+    default:
+      return { tone: 'warn', badge: 'Unknown', sentence: 'Calls with this key may fail (' + String(k.state) + ').', detail: el('span') };
+  }
+}
+
+// ── drawing the report ─────────────────────────────────────────────────────
+function meter(share, label, alarm) {
+  const fill = el('div', { class: 'fill' + (alarm && share >= 1 ? ' full' : '') });
+  fill.style.width = (Math.max(0, Math.min(1, share)) * 100).toFixed(2) + '%';
+  return el('div', { class: 'meter', role: 'img', 'aria-label': label }, fill);
+}
+
+function drawHead(k) {
+  $('report-title').textContent = 'Key ' + k.prefix + '…';
+  $('report-sub').textContent = (k.name ? k.name + ' · ' : '') + (k.mode === 'credit' ? 'credit key (US dollars)' : 'token key (token budget)');
+  const v = verdict(k);
+  $('verdict').className = 'panel verdict' + (v.tone === 'ok' ? '' : ' ' + v.tone);
+  $('verdict-badge').textContent = v.badge;
+  $('verdict-sentence').textContent = v.sentence;
+  const detail = $('verdict-detail');
+  clear(detail);
+  detail.append(v.detail);
+}
+
+function drawLeft(k, daily) {
+  const box = $('left');
+  clear(box);
+  const spent = daily.reduce((n, d) => n + d.costNanoUsd, 0);
+  const requests = daily.reduce((n, d) => n + d.requests, 0);
+  const tokens = daily.reduce((n, d) => n + d.tokens, 0);
+  if (k.mode === 'credit') {
+    const today = daily.length > 0 ? daily[daily.length - 1].costNanoUsd : 0;
+    $('left-title').textContent = 'Balance';
+    box.append(
+      el('p', { class: 'big', id: 'balance' }, usd(k.balanceUsd), ' ', el('span', { class: 'unit', text: 'left' })),
+      el('p', null, 'Spent today (UTC): ' + usdNano(today) + '.'),
+      el('p', { class: 'muted' }, 'Spent in the last 30 days: ' + usdNano(spent) + ' on ' + plural(requests, 'request', 'requests') + '.'),
+    );
+  } else {
+    $('left-title').textContent = 'Token budget';
+    const share = k.budgetTokens > 0 ? k.usedTokens / k.budgetTokens : 1;
+    const pct = (share * 100).toFixed(share > 0 && share < 0.001 ? 2 : 1) + '%';
+    box.append(
+      el('p', { class: 'big', id: 'balance' }, fmtInt(k.remainingTokens), ' ', el('span', { class: 'unit', text: 'tokens left' })),
+      meter(share, pct + ' of the budget used', true),
+      el('p', null, fmtInt(k.usedTokens) + ' of ' + fmtInt(k.budgetTokens) + ' tokens used (' + pct + ').'),
+      el('p', { class: 'muted' }, 'Used in the last 30 days: ' + plural(tokens, 'token', 'tokens') + ' on ' + plural(requests, 'request', 'requests') + '.'),
+    );
+  }
+}
+
+function drawFacts(k) {
+  const dl = $('facts');
+  clear(dl);
+  const add = (term, ...value) => dl.append(el('dt', { text: term }), el('dd', null, ...value));
+  add('Prefix', el('code', { text: k.prefix }));
+  if (k.name) add('Name', k.name);
+  add('Surface', k.mode === 'credit' ? 'Credit: each call is paid from a balance in US dollars' : 'Token: each call draws input plus output tokens from a budget');
+  add('Base URL', el('code', { text: surfaceBase(k.mode) }));
+  add('Status', k.status === 'active' ? 'Active' : k.status === 'suspended' ? 'Suspended by its issuer' : String(k.status));
+  add('Expires', k.expiresAt === null ? 'Never' : 'At ' + expiryText(k.expiresAt) + (k.state === 'expired' ? ' (expired ' : ' (') + fromNow(k.expiresAt) + ')');
+  add('Models', k.models === null || k.models.length === 0 ? 'All models this gateway serves'
+    : el('ul', { class: 'chips' }, ...k.models.map((m) => el('li', null, el('code', { text: m })))));
+  add('Rate limit', k.rateLimitRpm === null ? 'No limit' : plural(k.rateLimitRpm, 'request', 'requests') + ' per minute');
+  if (k.createdAt) add('Created', longDate(k.createdAt));
+}
+
+function drawChart(k, daily) {
+  const credit = k.mode === 'credit';
+  const valueOf = (d) => (credit ? d.costNanoUsd : d.tokens);
+  const show = (n) => (credit ? usdNano(n) : plural(n, 'token', 'tokens'));
+  const axis = (n) => (credit ? usdNano(n) : fmtInt(n));
+  $('chart-title').textContent = (credit ? 'Spend' : 'Tokens') + ' per day, last ' + daily.length + ' days';
+  const values = daily.map(valueOf);
+  const max = Math.max(0, ...values);
+  const total = values.reduce((a, b) => a + b, 0);
+  const requests = daily.reduce((n, d) => n + d.requests, 0);
+  const busiest = daily[values.indexOf(max)];
+  $('chart-summary').textContent = total === 0 && requests === 0
+    ? 'No usage in the last ' + daily.length + ' days.'
+    : 'Total ' + show(total) + ' over ' + plural(requests, 'request', 'requests') + '. Busiest day: ' + dayName(busiest.day) + ' (' + show(max) + ').';
+
+  const W = 10 * daily.length, H = 100;
+  const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img', 'aria-labelledby': 'chart-title chart-summary', focusable: 'false' });
+  for (const y of [0, 50]) plot.append(svg('line', { class: 'grid-line', x1: 0, x2: W, y1: y + 0.5, y2: y + 0.5, 'vector-effect': 'non-scaling-stroke' }));
+  daily.forEach((d, i) => {
+    const v = values[i];
+    let h = max > 0 ? (v / max) * (H - 1) : 0;
+    if (v > 0 && h < 1.5) h = 1.5;
+    const bar = svg('rect', { class: 'bar' + (i === daily.length - 1 ? ' today' : ''), x: i * 10 + 1.5, y: H - h, width: 7, height: h, 'data-day': d.day, 'data-value': v },
+      svg('title', {}));
+    bar.firstChild.textContent = dayName(d.day) + ': ' + show(v) + ', ' + plural(d.requests, 'request', 'requests');
+    plot.append(bar);
+  });
+  const chart = $('chart');
+  clear(chart);
+  const mid = daily[Math.floor((daily.length - 1) / 2)];
+  chart.append(el('div', { class: 'chart-wrap' },
+    el('div', { class: 'y-labels', 'aria-hidden': 'true' }, el('span', { text: axis(max) }), el('span', { text: axis(Math.round(max / 2)) }), el('span', { text: axis(0) })),
+    el('div', { class: 'plot' }, plot),
+    el('div', { class: 'x-labels', 'aria-hidden': 'true' }, el('span', { text: dayName(daily[0].day) }), el('span', { text: dayName(mid.day) }), el('span', { text: 'Today' })),
+  ));
+
+  const table = $('chart-table');
+  clear(table);
+  const used = daily.filter((d) => d.requests > 0 || valueOf(d) > 0).reverse();
+  if (used.length === 0) { table.append(el('p', { class: 'empty', text: 'No usage on any day.' })); return; }
+  table.append(el('table', null,
+    el('thead', null, el('tr', null, el('th', { scope: 'col', text: 'Day (UTC)' }), el('th', { scope: 'col', class: 'num', text: 'Requests' }), el('th', { scope: 'col', class: 'num', text: credit ? 'Spend' : 'Tokens' }))),
+    el('tbody', null, ...used.map((d) => el('tr', null, el('td', { text: d.day }), el('td', { class: 'num', text: fmtInt(d.requests) }), el('td', { class: 'num', text: show(valueOf(d)) })))),
+  ));
+}
+
+function drawModels(k, daily) {
+  const credit = k.mode === 'credit';
+  const sums = new Map();
+  for (const d of daily) {
+    for (const m of d.byModel) {
+      const s = sums.get(m.model) || { model: m.model, requests: 0, costNanoUsd: 0, tokens: 0 };
+      s.requests += m.requests; s.costNanoUsd += m.costNanoUsd; s.tokens += m.tokens;
+      sums.set(m.model, s);
+    }
+  }
+  const valueOf = (s) => (credit ? s.costNanoUsd : s.tokens);
+  const list = [...sums.values()].sort((a, b) => valueOf(b) - valueOf(a) || b.requests - a.requests || (a.model < b.model ? -1 : 1));
+  const total = list.reduce((n, s) => n + valueOf(s), 0);
+  const box = $('models');
+  clear(box);
+  if (list.length === 0) { box.append(el('p', { class: 'empty', text: 'No requests in the last 30 days.' })); return; }
+  box.append(el('ul', { class: 'models', id: 'model-list' }, ...list.map((s) => {
+    const share = total > 0 ? valueOf(s) / total : 0;
+    const pct = (share * 100).toFixed(1) + '%';
+    const amount = credit ? usdNano(s.costNanoUsd) : plural(s.tokens, 'token', 'tokens');
+    return el('li', null,
+      el('div', { class: 'line' }, el('code', { text: s.model }), el('span', null, amount + ' · ' + plural(s.requests, 'request', 'requests') + ' · ' + pct)),
+      meter(share, pct + ' of the ' + (credit ? 'spend' : 'tokens'), false));
+  })));
+}
+
+// ── recent requests ──────────────────────────────────────────────────────
+const COLUMNS = () => [
+  ['Time (UTC)', ''], ['Endpoint', ''], ['Model', ''], ['Input tokens', 'num'], ['Output tokens', 'num'],
+  [info && info.mode === 'token' ? 'Tokens charged' : 'Cost', 'num'], ['Status', ''], ['Note', ''],
+];
+
+function requestRow(r) {
+  const credit = info.mode === 'credit';
+  const notes = [];
+  if (r.error) notes.push(el('span', { class: 'note-bad' }, 'Error ', el('code', { text: r.error }), ' (not billed)'));
+  if (r.estimated) notes.push(el('span', { class: 'note-warn', text: 'Estimated: the provider reported no usage' }));
+  if (r.clientGone) notes.push(el('span', { text: 'Client left before the end' }));
+  const noteCell = el('td', { role: 'cell', 'data-label': 'Note' });
+  notes.forEach((n, i) => { if (i > 0) noteCell.append('; '); noteCell.append(n); });
+  const input = fmtInt(r.inputTokens) + (r.cachedInputTokens ? ' (' + fmtInt(r.cachedInputTokens) + ' cached)' : '');
+  const cols = COLUMNS();
+  const cell = (i, ...kids) => el('td', { role: 'cell', 'data-label': cols[i][0], class: cols[i][1] || null }, ...kids);
+  const ok = r.status >= 200 && r.status < 300 && !r.error;
+  return el('tr', { role: 'row', tabindex: '-1', 'data-request-id': r.requestId },
+    cell(0, el('time', { datetime: r.at, text: stamp(r.at) })),
+    cell(1, ENDPOINTS[r.endpoint] || r.endpoint, r.stream ? el('span', null, ' ', el('span', { class: 'tag', text: 'stream' })) : null),
+    cell(2, el('code', { text: r.model })),
+    cell(3, input),
+    cell(4, fmtInt(r.outputTokens)),
+    cell(5, credit ? usd(r.costUsd) : fmtInt(r.tokensCharged)),
+    cell(6, el('span', { class: ok ? 'st-ok' : 'st-bad', text: String(r.status) + (ok ? ' OK' : '') })),
+    noteCell,
+  );
+}
+
+function drawRequests(added) {
+  const wrap = $('requests-wrap');
+  let body = $('requests-body');
+  if (!body || !added) {
+    clear(wrap);
+    if (rows.length === 0) {
+      wrap.append(el('p', { class: 'empty', text: 'No requests yet. Calls appear here once they have been forwarded to a model provider.' }));
+    } else {
+      body = el('tbody', { id: 'requests-body', role: 'rowgroup' });
+      const cols = COLUMNS();
+      wrap.append(el('table', { class: 'requests', id: 'requests', role: 'table', 'aria-labelledby': 'requests-title', 'aria-describedby': 'requests-summary' },
+        el('thead', { role: 'rowgroup' }, el('tr', { role: 'row' }, ...cols.map((c) => el('th', { scope: 'col', role: 'columnheader', class: c[1] || null, text: c[0] })))),
+        body));
+      added = rows;
+    }
+  }
+  const fresh = added ? added.map(requestRow) : [];
+  if (body) body.append(...fresh);
+  $('requests-summary').textContent = rows.length === 0 ? '' : (next === null
+    ? 'Showing all ' + plural(rows.length, 'request', 'requests') + ', newest first.'
+    : 'Showing the newest ' + plural(rows.length, 'request', 'requests') + '.');
+  moreButton.hidden = next === null;
+  csvButton.hidden = rows.length === 0;
+  return fresh;
+}
+
+// ── talking to the gateway ───────────────────────────────────────────────
+async function ask(query) {
+  if (pending) pending.abort();
+  const ctl = new AbortController();
+  pending = ctl;
+  try {
+    const res = await fetch(API + query, {
+      headers: { authorization: 'Bearer ' + key, accept: 'application/json' },
+      cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer', signal: ctl.signal,
+    });
+    let body = null;
+    try { body = await res.json(); } catch { body = null; }
+    return { status: res.status, body };
+  } finally {
+    if (pending === ctl) pending = null;
+  }
+}
+
+function showProblem(title, text) {
+  clear(problem);
+  problem.append(el('strong', { text: title }), el('span', { text: text }));
+  problem.hidden = false;
+}
+function hideProblem() { problem.hidden = true; clear(problem); input.removeAttribute('aria-invalid'); }
+function hideReport() { report.hidden = true; info = null; rows = []; next = null; }
+function busy(on, button) {
+  for (const b of [$('submit'), moreButton]) b.setAttribute('aria-disabled', on ? 'true' : 'false');
+  report.setAttribute('aria-busy', on ? 'true' : 'false');
+  if (button) {
+    if (on) { button.dataset.label = button.textContent; button.textContent = button === moreButton ? 'Loading…' : 'Checking…'; }
+    else if (button.dataset.label) button.textContent = button.dataset.label;
+  }
+}
+const aborted = (err) => err && err.name === 'AbortError';
+function failed(status) {
+  if (status === 401) {
+    key = null;
+    hideReport();
+    input.setAttribute('aria-invalid', 'true');
+    showProblem('This key is not recognised.', ' Check that you pasted all of it: a key starts with gw_live_ followed by 32 letters and digits. If it is complete, ask whoever gave it to you.');
+    statusLine.textContent = '';  // the alert speaks for itself
+    input.focus();
+    input.select();
+    return;
+  }
+  showProblem('The usage could not be loaded.', status === 0
+    ? ' The gateway could not be reached. Check your connection and try again.'
+    : ' The gateway answered with HTTP ' + status + '. Try again in a moment.');
+  statusLine.textContent = '';  // the alert speaks for itself
+}
+
+async function check(value) {
+  hideProblem();
+  hideReport();
+  if (value === '') {
+    input.setAttribute('aria-invalid', 'true');
+    showProblem('Paste your API key first.', ' It starts with gw_live_.');
+    input.focus();
+    return;
+  }
+  // A header can only carry visible ASCII: anything else cannot be a key of this gateway.
+  if (!/^[\x21-\x7e]+$/.test(value)) return failed(401);
+  key = value;
+  busy(true, $('submit'));
+  say('Checking the key…');
+  let res;
+  try {
+    res = await ask('?limit=' + PAGE_SIZE);
+  } catch (err) {
+    if (aborted(err)) return;
+    busy(false, $('submit'));
+    return failed(0);
+  }
+  busy(false, $('submit'));
+  if (res.status !== 200 || !res.body || !res.body.key) return failed(res.status);
+  const data = res.body;
+  info = data.key;
+  rows = data.requests.slice();
+  next = data.nextBefore;
+  if (remember.checked) remembered.set(key);
+  else remembered.clear();
+  forgetButton.hidden = false;
+  drawHead(info);
+  drawLeft(info, data.daily);
+  drawFacts(info);
+  drawChart(info, data.daily);
+  drawModels(info, data.daily);
+  drawRequests(null);
+  report.hidden = false;
+  $('report-title').focus();
+  say('Usage loaded for key ' + info.prefix + '. ' + $('verdict-sentence').textContent);
+}
+
+async function loadMore() {
+  if (next === null || key === null || moreButton.getAttribute('aria-disabled') === 'true') return;
+  busy(true, moreButton);
+  say('Loading more requests…');
+  let res;
+  try {
+    res = await ask('?limit=' + PAGE_SIZE + '&days=1&before=' + encodeURIComponent(next));
+  } catch (err) {
+    if (aborted(err)) return;
+    busy(false, moreButton);
+    return failed(0);
+  }
+  busy(false, moreButton);
+  if (res.status !== 200 || !res.body) return failed(res.status);
+  const added = res.body.requests;
+  rows = rows.concat(added);
+  next = res.body.nextBefore;
+  const fresh = drawRequests(added);
+  if (fresh.length > 0) fresh[0].focus();
+  else moreButton.focus();
+  say('Loaded ' + plural(added.length, 'more request', 'more requests') + (next === null ? '; that is all of them.' : '.'));
+}
+
+// ── CSV of what is loaded ────────────────────────────────────────────────
+const CSV_FIELDS = [
+  ['time', 'at'], ['request_id', 'requestId'], ['endpoint', 'endpoint'], ['model', 'model'], ['stream', 'stream'],
+  ['status', 'status'], ['input_tokens', 'inputTokens'], ['output_tokens', 'outputTokens'],
+  ['cached_input_tokens', 'cachedInputTokens'], ['cache_write_tokens', 'cacheWriteTokens'], ['reasoning_tokens', 'reasoningTokens'],
+  ['cost_usd', 'costUsd'], ['tokens_charged', 'tokensCharged'], ['error', 'error'], ['estimated', 'estimated'], ['client_gone', 'clientGone'],
+];
+function csvCell(v) {
+  let s = v === null || v === undefined ? '' : String(v);
+  // Text that a spreadsheet would run as a formula is quoted with a leading apostrophe.
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = "'" + s;
+  return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+}
+function downloadCsv() {
+  if (!info || rows.length === 0) return;
+  const lines = [CSV_FIELDS.map((f) => f[0]).join(',')];
+  for (const r of rows) lines.push(CSV_FIELDS.map((f) => csvCell(r[f[1]])).join(','));
+  const blob = new Blob([lines.join('\r\n') + '\r\n'], { type: 'text/csv;charset=utf-8' });
+  const url = URL.createObjectURL(blob);
+  const link = el('a', { href: url, download: 'usage-' + info.prefix + '-' + new Date().toISOString().slice(0, 10) + '.csv', hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  window.setTimeout(() => URL.revokeObjectURL(url), 60000);
+  say('Downloaded ' + plural(rows.length, 'request', 'requests') + ' as CSV.');
+}
+
+// ── wiring ───────────────────────────────────────────────────────────────
+form.addEventListener('submit', (event) => {
+  event.preventDefault();
+  void check(input.value.trim());
+});
+input.addEventListener('input', () => input.removeAttribute('aria-invalid'));
+reveal.addEventListener('click', () => {
+  const showing = input.type === 'text';
+  input.type = showing ? 'password' : 'text';
+  reveal.textContent = showing ? 'Show' : 'Hide';
+  reveal.setAttribute('aria-pressed', showing ? 'false' : 'true');
+});
+remember.addEventListener('change', () => {
+  if (remember.checked) {
+    if (key !== null && info !== null) {
+      say(remembered.set(key) ? 'The key will be remembered on this device.' : 'This browser does not allow remembering the key.');
+    } else say('The key will be remembered on this device once it has been checked.');
+  } else {
+    remembered.clear();
+    say('The key is no longer remembered on this device.');
+  }
+});
+forgetButton.addEventListener('click', () => {
+  if (pending) pending.abort();
+  remembered.clear();
+  key = null;
+  input.value = '';
+  remember.checked = false;
+  hideProblem();
+  hideReport();
+  forgetButton.hidden = true;
+  input.focus();
+  say('The key was forgotten on this page and on this device.');
+});
+moreButton.addEventListener('click', () => { void loadMore(); });
+csvButton.addEventListener('click', downloadCsv);
+
+const saved = remembered.get();
+if (saved) {
+  input.value = saved;
+  remember.checked = true;
+  forgetButton.hidden = false;
+  void check(saved);
+}
+})();`;

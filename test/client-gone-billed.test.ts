@@ -1,0 +1,63 @@
+import t from 'tap';
+import { eventually, postAndLeave } from './helpers/client-gone.js';
+import { defaultConfig, startGateway, usageOf } from './helpers/harness.js';
+
+// A client that leaves mid-stream, or before a plain answer arrives, is still billed: the
+// gateway keeps reading the provider's answer and bills the usage the provider reports.
+
+const formats = [
+  { name: 'chat', path: '/v1/chat/completions', body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } },
+  { name: 'responses', path: '/v1/responses', body: { model: 'gpt-4o-mini', input: 'hi' } },
+  { name: 'messages', path: '/v1/messages', body: { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] } },
+];
+
+for (const f of formats) {
+  t.test(`${f.name}: client leaves mid-stream → billed from the provider's usage, not estimated`, async (t) => {
+    const gw = await startGateway(t);
+    const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+    const mock = { inputTokens: 300, outputTokens: 90, chunks: 12, chunkDelayMs: 40 };
+    await postAndLeave(gw.base + f.path, key, { ...f.body, stream: true, mock }, 1);
+    const record = await eventually(async () => (await usageOf(gw.base, key)).requests[0]);
+    t.match(record, { clientGone: true, estimated: false, error: null, inputTokens: 300, outputTokens: 90 });
+    const u = await usageOf(gw.base, key);
+    t.equal(u.key.balanceNanoUsd, 1e9 - record.costNanoUsd);
+    t.ok(record.costNanoUsd > 0);
+  });
+
+  t.test(`${f.name}: client leaves before a plain answer arrives → billed exactly`, async (t) => {
+    const gw = await startGateway(t);
+    const { key } = await gw.createKey(['--mode', 'token', '--budget', '10000']);
+    const mock = { inputTokens: 40, outputTokens: 60, delayMs: 400 };
+    await postAndLeave(gw.base + f.path.replace('/v1', '/token/v1'), key, { ...f.body, mock }, 0, 100);
+    const record = await eventually(async () => (await usageOf(gw.base, key)).requests[0]);
+    t.match(record, { clientGone: true, estimated: false, tokensCharged: 100 });
+    t.equal((await usageOf(gw.base, key)).key.usedTokens, 100);
+  });
+}
+
+t.test('when the grace period passes first, the provider is stopped and an estimate is billed, marked as one', async (t) => {
+  const gw = await startGateway(t, {
+    config: (url) => ({ ...defaultConfig(url), limits: { clientGoneGraceMs: 600 } }),
+  });
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  for (const f of formats) {
+    // 100 events 50 ms apart: the answer would take 5 s; the client leaves after the first bytes.
+    const mock = { inputTokens: 500, outputTokens: 900, chunks: 100, chunkDelayMs: 50 };
+    await postAndLeave(gw.base + f.path, key, { ...f.body, stream: true, mock }, 1);
+  }
+  const records = await eventually(async () => {
+    const r = (await usageOf(gw.base, key)).requests;
+    return r.length === 3 ? r : undefined;
+  });
+  for (const r of records) {
+    t.match(r, { clientGone: true, estimated: true, error: null }, r.endpoint);
+    t.ok(r.outputTokens > 0 && r.outputTokens < 900, `${r.endpoint}: output estimated from the text seen so far (${r.outputTokens})`);
+    t.ok(r.costNanoUsd > 0, `${r.endpoint}: the estimate is billed`);
+  }
+  const messages = records.find((r: { endpoint: string }) => r.endpoint === 'messages');
+  t.equal(messages.inputTokens, 500, 'Messages streams report input first: that figure is used');
+  const chat = records.find((r: { endpoint: string }) => r.endpoint === 'chat');
+  t.ok(chat.inputTokens >= 1 && chat.inputTokens < 20, `chat input estimated from the prompt text (${chat.inputTokens})`);
+  const u = await usageOf(gw.base, key);
+  t.equal(u.key.balanceNanoUsd, 1e9 - records.reduce((s: number, r: { costNanoUsd: number }) => s + r.costNanoUsd, 0));
+});
