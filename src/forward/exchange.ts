@@ -153,24 +153,31 @@ export class Exchange implements Dispatcher.DispatchHandler {
     this.settled = true;
     this.clearGrace();
     const m = this.metering;
-    let outcome: Outcome | Promise<Outcome> | null = null;
+    let outcome: Outcome | Promise<Outcome>;
+    let answer: () => void;
     if (this.graceExpired) {
       // We stopped the provider ourselves, long after the client left: bill what we saw
       // (a Messages stream's input usage is already final; its output is not).
-      if (m !== null) outcome = this.estimate(m);
+      outcome = m === null ? NOTHING : this.estimate(m);
+      answer = noop;
     } else if (!this.headersSent) {
       // Nothing came back: the provider could not be reached (or never answered).
       log('warn', 'upstream_unavailable', { requestId: this.requestId, error: err.message });
-      if (!this.clientGone) sendError(this.res, 'upstream_unavailable', this.requestId);
       outcome = { usage: undefined, error: 'upstream_unavailable', estimated: false };
+      answer = () => {
+        if (!this.clientGone) sendError(this.res, 'upstream_unavailable', this.requestId);
+      };
     } else {
       // The provider cut the body: never end the client's response as though it were complete.
-      this.res.destroy();
       outcome = { usage: undefined, error: 'upstream_cut', estimated: false };
+      answer = () => this.res.destroy();
     }
-    if (m !== null && outcome !== null) {
-      Promise.resolve(outcome).then((o) => this.commit(m, o)).catch(logRecordFailure);
-    }
+    if (m === null) return answer();
+    // As on success, the record is committed before the client hears the outcome.
+    Promise.resolve(outcome)
+      .then((o) => this.commit(m, o))
+      .catch(logRecordFailure)
+      .finally(answer);
   }
 
   // ── client side ─────────────────────────────────────────────────────────
@@ -241,6 +248,10 @@ export class Exchange implements Dispatcher.DispatchHandler {
     return m.store.record(m.key, record, charge);
   }
 }
+
+const NOTHING: Outcome = { usage: undefined, error: null, estimated: false };
+
+function noop(): void {}
 
 function logRecordFailure(err: unknown): void {
   log('error', 'usage_record_failed', { error: String(err) });

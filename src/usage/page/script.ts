@@ -190,7 +190,11 @@ function drawFacts(k) {
   add('Surface', k.mode === 'credit' ? 'Credit: each call is paid from a balance in US dollars' : 'Token: each call draws input plus output tokens from a budget');
   add('Base URL', el('code', { text: surfaceBase(k.mode) }));
   add('Status', k.status === 'active' ? 'Active' : k.status === 'suspended' ? 'Suspended by its issuer' : String(k.status));
-  add('Expires', k.expiresAt === null ? 'Never' : 'At ' + expiryText(k.expiresAt) + (k.state === 'expired' ? ' (expired ' : ' (') + fromNow(k.expiresAt) + ')');
+  if (k.expiresAt === null) add('Expires', 'Never');
+  else {
+    const when = expiryText(k.expiresAt);
+    add('Expires', when.charAt(0).toUpperCase() + when.slice(1) + (k.state === 'expired' ? '; expired ' : ', ') + fromNow(k.expiresAt));
+  }
   add('Models', k.models === null || k.models.length === 0 ? 'All models this gateway serves'
     : el('ul', { class: 'chips' }, ...k.models.map((m) => el('li', null, el('code', { text: m })))));
   add('Rate limit', k.rateLimitRpm === null ? 'No limit' : plural(k.rateLimitRpm, 'request', 'requests') + ' per minute');

@@ -68,7 +68,7 @@ button:disabled, button[aria-disabled="true"] { opacity: .6; cursor: progress; }
 }
 .problem strong { color: var(--bad); display: block; font-size: 1.1rem; margin-bottom: .2rem; }
 
-#report { display: grid; gap: 16px; }
+#report { display: grid; gap: 16px; grid-template-columns: minmax(0, 1fr); }
 #report[hidden] { display: none; }
 .report-head { display: flex; flex-wrap: wrap; align-items: baseline; gap: 6px 14px; }
 .report-head .sub { color: var(--muted); }
@@ -84,7 +84,7 @@ button:disabled, button[aria-disabled="true"] { opacity: .6; cursor: progress; }
 .verdict .sentence { font-size: 1.2rem; font-weight: 600; line-height: 1.35; margin-bottom: .35rem; }
 .verdict .detail { color: var(--text); margin: 0; }
 
-.grid { display: grid; gap: 16px; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); }
+.grid { display: grid; gap: 16px; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); align-items: start; }
 .big { font-size: 2.2rem; font-weight: 700; line-height: 1.1; margin: 0 0 .35rem; overflow-wrap: anywhere; font-variant-numeric: tabular-nums; }
 .big .unit { font-size: 1rem; font-weight: 600; color: var(--muted); }
 .muted { color: var(--muted); }
