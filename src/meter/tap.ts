@@ -78,7 +78,11 @@ export class UsageTap {
       return;
     }
     const text = Buffer.concat(this.chunks).toString('utf8');
-    this.state.usage = this.format.usageOfBody(this.truncated ? { usage: usageFromTail(text) } : parseJson(text));
+    // Every format puts `usage` after the content: read that one object instead of parsing the
+    // whole body. An escaped quote cannot form `"usage":` inside a string value, so the last
+    // match is the real key. A body too large to keep whole was cut to its tail anyway.
+    const usage = lastUsageObject(text);
+    this.state.usage = this.format.usageOfBody(usage !== undefined || this.truncated ? { usage } : parseJson(text));
   }
 
   get usage(): Usage | undefined {
@@ -98,19 +102,31 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** The last `"usage": {…}` object in a body's tail, parsed; undefined when not found whole. */
-function usageFromTail(text: string): unknown {
-  const m = /"usage"\s*:\s*\{/g;
-  let start = -1;
-  for (let hit = m.exec(text); hit !== null; hit = m.exec(text)) start = hit.index + hit[0].length - 1;
-  if (start === -1) return undefined;
-  let depth = 0;
-  for (let i = start; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"') {
-      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
-    } else if (c === '{') depth++;
-    else if (c === '}' && --depth === 0) return parseJson(text.slice(start, i + 1));
+/** The last `"usage": {…}` object in a JSON text, parsed; undefined when not found whole. */
+function lastUsageObject(text: string): unknown {
+  let at = text.lastIndexOf('"usage"');
+  while (at !== -1) {
+    let i = at + 7;
+    while (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t') i++;
+    if (text[i] === ':') {
+      i++;
+      while (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t') i++;
+      if (text[i] === '{') return parseJson(text.slice(i, objectEnd(text, i)));
+    }
+    at = at === 0 ? -1 : text.lastIndexOf('"usage"', at - 1);
   }
   return undefined;
+}
+
+/** Index just past the object that opens at `start` (strings skipped), or the text's length. */
+function objectEnd(text: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+    } else if (c === 0x7b) depth++;
+    else if (c === 0x7d && --depth === 0) return i + 1;
+  }
+  return text.length;
 }

@@ -104,7 +104,7 @@ function fromNow(iso) {
     : plural(Math.max(1, Math.round(abs / 60000)), 'minute', 'minutes');
   return ms >= 0 ? 'in ' + text : text + ' ago';
 }
-const ENDPOINTS = { chat: 'Chat Completions', responses: 'Responses', messages: 'Messages', models: 'Models' };
+const ENDPOINTS = { chat: 'Chat', responses: 'Responses', messages: 'Messages', models: 'Models' };
 const surfaceBase = (mode) => BASE + (mode === 'token' ? '/token/v1' : '/v1');
 
 // ── the verdict: why calls would fail now, in plain words ────────────────
@@ -274,22 +274,25 @@ function drawModels(k, daily) {
 }
 
 // ── recent requests ──────────────────────────────────────────────────────
+// [column heading, label of the value when rows are shown as cards, class]
 const COLUMNS = () => [
-  ['Time (UTC)', ''], ['Endpoint', ''], ['Model', ''], ['Input tokens', 'num'], ['Output tokens', 'num'],
-  [info && info.mode === 'token' ? 'Tokens charged' : 'Cost', 'num'], ['Status', ''], ['Note', ''],
+  ['Time (UTC)', 'Time (UTC)', 'time'], ['Endpoint', 'Endpoint', ''], ['Model', 'Model', 'model'],
+  ['Input tokens', 'Input tokens', 'num'], ['Output tokens', 'Output tokens', 'num'],
+  info && info.mode === 'token' ? ['Tokens charged', 'Tokens charged', 'num'] : ['Cost', 'Cost', 'num'],
+  ['Status', 'Status', ''], ['Note', 'Note', 'note'],
 ];
 
 function requestRow(r) {
   const credit = info.mode === 'credit';
   const notes = [];
   if (r.error) notes.push(el('span', { class: 'note-bad' }, 'Error ', el('code', { text: r.error }), ' (not billed)'));
-  if (r.estimated) notes.push(el('span', { class: 'note-warn', text: 'Estimated: the provider reported no usage' }));
+  if (r.estimated) notes.push(el('span', { class: 'note-warn', text: 'Estimated (the provider reported no usage)' }));
   if (r.clientGone) notes.push(el('span', { text: 'Client left before the end' }));
-  const noteCell = el('td', { role: 'cell', 'data-label': 'Note' });
+  const noteCell = el('td', { role: 'cell', 'data-label': 'Note', class: 'note' });
   notes.forEach((n, i) => { if (i > 0) noteCell.append('; '); noteCell.append(n); });
   const input = fmtInt(r.inputTokens) + (r.cachedInputTokens ? ' (' + fmtInt(r.cachedInputTokens) + ' cached)' : '');
   const cols = COLUMNS();
-  const cell = (i, ...kids) => el('td', { role: 'cell', 'data-label': cols[i][0], class: cols[i][1] || null }, ...kids);
+  const cell = (i, ...kids) => el('td', { role: 'cell', 'data-label': cols[i][1], class: cols[i][2] || null }, ...kids);
   const ok = r.status >= 200 && r.status < 300 && !r.error;
   return el('tr', { role: 'row', tabindex: '-1', 'data-request-id': r.requestId },
     cell(0, el('time', { datetime: r.at, text: stamp(r.at) })),
@@ -314,7 +317,7 @@ function drawRequests(added) {
       body = el('tbody', { id: 'requests-body', role: 'rowgroup' });
       const cols = COLUMNS();
       wrap.append(el('table', { class: 'requests', id: 'requests', role: 'table', 'aria-labelledby': 'requests-title', 'aria-describedby': 'requests-summary' },
-        el('thead', { role: 'rowgroup' }, el('tr', { role: 'row' }, ...cols.map((c) => el('th', { scope: 'col', role: 'columnheader', class: c[1] || null, text: c[0] })))),
+        el('thead', { role: 'rowgroup' }, el('tr', { role: 'row' }, ...cols.map((c) => el('th', { scope: 'col', role: 'columnheader', class: c[2] || null, text: c[0] })))),
         body));
       added = rows;
     }

@@ -116,7 +116,10 @@ table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nu
 th, td { text-align: left; padding: .5rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-size: .85rem; color: var(--muted); font-weight: 600; white-space: nowrap; }
 td.num, th.num { text-align: right; }
-table.requests td code, table.requests time, .st-ok, .st-bad { white-space: nowrap; }
+table.requests td.time, table.requests td.model code, .st-ok, .st-bad { white-space: nowrap; }
+table.requests th.num { white-space: normal; }
+table.requests td.note { min-width: 10rem; }
+table.requests td.note code { overflow-wrap: anywhere; }
 tbody tr:focus { outline: 3px solid var(--focus); outline-offset: -3px; }
 .tag { display: inline-block; font-size: .78rem; font-weight: 600; padding: 0 .4rem; border-radius: 4px; background: var(--code-bg); color: var(--muted); }
 .st-ok { color: var(--ok); font-weight: 700; }
