@@ -1,0 +1,75 @@
+import t from 'tap';
+import { FORMATS } from '../src/formats/index.js';
+import { UsageTap } from '../src/meter/tap.js';
+
+// The tap must read the same usage however the provider's bytes are split into chunks: across
+// an SSE event, inside a multi-byte character, one byte at a time, with CRLF line endings.
+
+function feed(tap: UsageTap, bytes: Buffer, sizes: number[]): void {
+  let at = 0;
+  let i = 0;
+  while (at < bytes.length) {
+    const size = sizes[i++ % sizes.length]!;
+    tap.write(bytes.subarray(at, at + size));
+    at += size;
+  }
+  tap.end();
+}
+
+const messagesStream = [
+  'event: message_start',
+  'data: {"type":"message_start","message":{"id":"m","usage":{"input_tokens":21,"cache_creation_input_tokens":5,"cache_read_input_tokens":7,"output_tokens":1}}}',
+  '',
+  'event: content_block_delta',
+  'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"héllo wörld ✓ 🎉"}}',
+  '',
+  'event: message_delta',
+  'data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":42}}',
+  '',
+  'event: message_stop',
+  'data: {"type":"message_stop"}',
+  '',
+  '',
+].join('\n');
+
+for (const sizes of [[1], [3, 7], [64], [100000]]) {
+  for (const eol of ['\n', '\r\n']) {
+    t.test(`messages stream in chunks of ${sizes.join('/')} with ${eol === '\n' ? 'LF' : 'CRLF'}`, async (t) => {
+      const tap = new UsageTap(FORMATS.messages, true);
+      feed(tap, Buffer.from(messagesStream.replaceAll('\n', eol)), sizes);
+      t.same(tap.usage, { input: 33, cachedInput: 7, cacheWrite: 5, output: 42, reasoning: 0 });
+      t.equal(tap.outputText, 'héllo wörld ✓ 🎉', 'multi-byte text decoded whole across chunk boundaries');
+      t.equal(tap.failure, null);
+    });
+  }
+}
+
+t.test('chat plain body: usage read from the usage object, not from look-alikes in the content', async (t) => {
+  const body = JSON.stringify({
+    id: 'x', choices: [{ message: { content: 'the "usage": {"prompt_tokens": 999} text' } }],
+    usage: { prompt_tokens: 12, completion_tokens: 34, prompt_tokens_details: { cached_tokens: 2 }, completion_tokens_details: { reasoning_tokens: 5 } },
+  });
+  for (const sizes of [[1], [5], [4096]]) {
+    const tap = new UsageTap(FORMATS.chat, false);
+    feed(tap, Buffer.from(body), sizes);
+    t.same(tap.usage, { input: 12, cachedInput: 2, cacheWrite: 0, output: 34, reasoning: 5 });
+  }
+});
+
+t.test('responses stream: usage from response.completed; response.failed is a failure', async (t) => {
+  const done = 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"abc"}\n\n' +
+    'event: response.completed\ndata: {"type":"response.completed","response":{"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":4},"output_tokens":6,"output_tokens_details":{"reasoning_tokens":2}}}}\n\n';
+  const ok = new UsageTap(FORMATS.responses, true);
+  feed(ok, Buffer.from(done), [11]);
+  t.same(ok.usage, { input: 9, cachedInput: 4, cacheWrite: 0, output: 6, reasoning: 2 });
+  t.equal(ok.outputText, 'abc');
+  const failed = new UsageTap(FORMATS.responses, true);
+  feed(failed, Buffer.from('event: response.failed\ndata: {"type":"response.failed","response":{"usage":{"input_tokens":9,"output_tokens":1}}}\n\n'), [13]);
+  t.equal(failed.failure, 'upstream_response_failed');
+});
+
+t.test('a final event without its blank line still counts', async (t) => {
+  const tap = new UsageTap(FORMATS.chat, true);
+  feed(tap, Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}'), [10]);
+  t.same(tap.usage, { input: 3, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 });
+});
