@@ -30,7 +30,8 @@ const PREPARED = new Map<GatewayErrorCode, PreparedError>(
     return [code, {
       status,
       body,
-      headers: ['content-type', 'application/json', 'content-length', String(body.length), ...CORS_RESPONSE_HEADERS],
+      // no-store: a refusal is about this key at this moment, never something to cache.
+      headers: ['content-type', 'application/json', 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS_RESPONSE_HEADERS],
     }];
   }),
 );

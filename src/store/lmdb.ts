@@ -211,12 +211,13 @@ export class Store {
       const dayKey: [string, string] = [key.id, day];
       const totals = this.daily.get(dayKey) ?? { requests: 0, costNano: 0, tokens: 0, byModel: {} };
       const perModel = totals.byModel[usage.model] ?? { requests: 0, costNano: 0, tokens: 0 };
+      // Tokens are counted for both kinds of key (what was used); cost is what was charged.
       totals.requests += 1;
       totals.costNano += charge.nano;
-      totals.tokens += charge.tokens;
+      totals.tokens += usage.tokensCharged;
       perModel.requests += 1;
       perModel.costNano += charge.nano;
-      perModel.tokens += charge.tokens;
+      perModel.tokens += usage.tokensCharged;
       totals.byModel[usage.model] = perModel;
       this.daily.put(dayKey, totals);
     }) as Promise<void>;

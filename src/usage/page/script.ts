@@ -18,6 +18,7 @@ const $ = (id) => document.getElementById(id);
 const form = $('check'), input = $('key'), reveal = $('reveal'), remember = $('remember');
 const forgetButton = $('forget'), statusLine = $('status'), problem = $('problem'), report = $('report');
 const moreButton = $('more'), csvButton = $('csv');
+const LABELS = new Map([[$('submit'), $('submit').textContent], [moreButton, moreButton.textContent]]);
 
 let key = null;        // the key of the report on screen, in memory only
 let info = null;       // the key part of the last answer
@@ -47,10 +48,12 @@ function svg(tag, attrs, ...kids) {
   return e;
 }
 function clear(node) { while (node.firstChild) node.firstChild.remove(); }
+let sayTimer = 0;
 function say(text) {
-  // Re-set the text so that the same message is announced again.
+  // Emptied first, so that the same message is announced again; the last message wins.
+  window.clearTimeout(sayTimer);
   statusLine.textContent = '';
-  window.setTimeout(() => { statusLine.textContent = text; }, 30);
+  if (text) sayTimer = window.setTimeout(() => { statusLine.textContent = text; }, 30);
 }
 const remembered = {
   get() { try { return localStorage.getItem(STORE_KEY); } catch { return null; } },
@@ -164,7 +167,7 @@ function drawLeft(k, daily) {
     const today = daily.length > 0 ? daily[daily.length - 1].costNanoUsd : 0;
     $('left-title').textContent = 'Balance';
     box.append(
-      el('p', { class: 'big', id: 'balance' }, usd(k.balanceUsd), ' ', el('span', { class: 'unit', text: 'left' })),
+      el('p', { class: 'big', id: 'balance' }, usd(k.balanceUsd), ' ', el('span', { class: 'unit', text: k.balanceNanoUsd < 0 ? 'overdrawn' : 'left' })),
       el('p', null, 'Spent today (UTC): ' + usdNano(today) + '.'),
       el('p', { class: 'muted' }, 'Spent in the last 30 days: ' + usdNano(spent) + ' on ' + plural(requests, 'request', 'requests') + '.'),
     );
@@ -325,7 +328,7 @@ function drawRequests(added) {
   const fresh = added ? added.map(requestRow) : [];
   if (body) body.append(...fresh);
   $('requests-summary').textContent = rows.length === 0 ? '' : (next === null
-    ? 'Showing all ' + plural(rows.length, 'request', 'requests') + ', newest first.'
+    ? (rows.length === 1 ? 'Showing the one request.' : 'Showing all ' + fmtInt(rows.length) + ' requests, newest first.')
     : 'Showing the newest ' + plural(rows.length, 'request', 'requests') + '.');
   moreButton.hidden = next === null;
   csvButton.hidden = rows.length === 0;
@@ -360,10 +363,7 @@ function hideReport() { report.hidden = true; info = null; rows = []; next = nul
 function busy(on, button) {
   for (const b of [$('submit'), moreButton]) b.setAttribute('aria-disabled', on ? 'true' : 'false');
   report.setAttribute('aria-busy', on ? 'true' : 'false');
-  if (button) {
-    if (on) { button.dataset.label = button.textContent; button.textContent = button === moreButton ? 'Loading…' : 'Checking…'; }
-    else if (button.dataset.label) button.textContent = button.dataset.label;
-  }
+  if (button) button.textContent = on ? (button === moreButton ? 'Loading…' : 'Checking…') : LABELS.get(button);
 }
 const aborted = (err) => err && err.name === 'AbortError';
 function failed(status) {
@@ -372,7 +372,7 @@ function failed(status) {
     hideReport();
     input.setAttribute('aria-invalid', 'true');
     showProblem('This key is not recognised.', ' Check that you pasted all of it: a key starts with gw_live_ followed by 32 letters and digits. If it is complete, ask whoever gave it to you.');
-    statusLine.textContent = '';  // the alert speaks for itself
+    say('');  // the alert speaks for itself
     input.focus();
     input.select();
     return;
@@ -380,7 +380,7 @@ function failed(status) {
   showProblem('The usage could not be loaded.', status === 0
     ? ' The gateway could not be reached. Check your connection and try again.'
     : ' The gateway answered with HTTP ' + status + '. Try again in a moment.');
-  statusLine.textContent = '';  // the alert speaks for itself
+  say('');  // the alert speaks for itself
 }
 
 async function check(value) {
@@ -395,6 +395,7 @@ async function check(value) {
   // A header can only carry visible ASCII: anything else cannot be a key of this gateway.
   if (!/^[\x21-\x7e]+$/.test(value)) return failed(401);
   key = value;
+  busy(false, moreButton);
   busy(true, $('submit'));
   say('Checking the key…');
   let res;
@@ -484,7 +485,6 @@ input.addEventListener('input', () => input.removeAttribute('aria-invalid'));
 reveal.addEventListener('click', () => {
   const showing = input.type === 'text';
   input.type = showing ? 'password' : 'text';
-  reveal.textContent = showing ? 'Show' : 'Hide';
   reveal.setAttribute('aria-pressed', showing ? 'false' : 'true');
 });
 remember.addEventListener('change', () => {
@@ -499,6 +499,8 @@ remember.addEventListener('change', () => {
 });
 forgetButton.addEventListener('click', () => {
   if (pending) pending.abort();
+  busy(false, $('submit'));
+  busy(false, moreButton);
   remembered.clear();
   key = null;
   input.value = '';

@@ -60,6 +60,7 @@ button {
   border: 1px solid var(--accent); background: var(--accent); color: var(--accent-text);
 }
 button.secondary { background: var(--panel); color: var(--accent); }
+button.secondary[aria-pressed="true"] { background: var(--accent); color: var(--accent-text); }
 button:disabled, button[aria-disabled="true"] { opacity: .6; cursor: progress; }
 
 .problem {
@@ -127,6 +128,7 @@ tbody tr:focus { outline: 3px solid var(--focus); outline-offset: -3px; }
 .note-bad { color: var(--bad); font-weight: 600; }
 .note-warn { color: var(--warn); font-weight: 600; }
 .table-wrap { overflow-x: auto; }
+.table-wrap + .actions { margin-top: 14px; }
 .empty { color: var(--muted); padding: .5rem 0; }
 footer { color: var(--muted); font-size: .85rem; margin-top: 24px; }
 
