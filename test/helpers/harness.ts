@@ -80,6 +80,14 @@ export function defaultConfig(mockUrl: string): Record<string, unknown> {
 export async function startGateway(t: Teardown, options: HarnessOptions = {}): Promise<Harness> {
   const mock = await startMockProvider();
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
+  // Registered before the gateway starts, so the mock and the directory are cleaned up even
+  // when it fails to; the gateway (if it started) is stopped first.
+  let stopGateway: () => Promise<unknown> = async () => undefined;
+  t.teardown(async () => {
+    await stopGateway();
+    await mock.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
   const dataDir = join(dir, 'data');
   const configFile = join(dir, 'tollgate.config.json');
   writeFileSync(configFile, JSON.stringify((options.config ?? defaultConfig)(mock.url), null, 2));
@@ -93,6 +101,15 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
   let log = '';
   proc.stderr!.on('data', (d) => (log += d));
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  let stopped: Promise<number | null> | null = null;
+  const stop = (): Promise<number | null> => {
+    if (!stopped) {
+      proc.kill('SIGTERM');
+      stopped = exited;
+    }
+    return stopped;
+  };
+  stopGateway = stop;
   const base = await new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`gateway did not start: ${out} ${log}`)), 20_000);
@@ -108,19 +125,6 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
       clearTimeout(timer);
       reject(new Error(`gateway exited with ${code}: ${log}`));
     });
-  });
-  let stopped: Promise<number | null> | null = null;
-  const stop = (): Promise<number | null> => {
-    if (!stopped) {
-      proc.kill('SIGTERM');
-      stopped = exited;
-    }
-    return stopped;
-  };
-  t.teardown(async () => {
-    await stop();
-    await mock.close();
-    rmSync(dir, { recursive: true, force: true });
   });
   const cli = (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env);
   return {
