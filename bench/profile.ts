@@ -1,0 +1,61 @@
+/**
+ * Profiles tollgate under load: starts the mock provider and `node --cpu-prof … serve`, drives
+ * it with autocannon, stops it with SIGTERM (the profile is written on exit) and prints the
+ * analysis of bench/top-functions.ts.
+ *
+ *   node --import tsx bench/profile.ts [--stream]
+ *
+ * Environment: BENCH_DURATION (s under load, default 10), BENCH_CONNECTIONS (one number,
+ * default 32), BENCH_PROF_DIR (where the .cpuprofile is kept, default /tmp/prof),
+ * BENCH_PROF_INTERVAL (sampling interval in µs, default 100), BENCH_TOP (rows, default 25),
+ * BENCH_CALLERS (functions whose caller chains to print, default writev,writeLatin1String).
+ * Only the samples of the measured load are analysed (not start-up, not warm-up).
+ */
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { CHAT_PATH, guardChildren, load, machine, PLAIN_BODY, startMock, startTollgate, stopAll, STREAM_BODY } from './lib.js';
+import { printReport } from './top-functions.js';
+
+const stream = process.argv.includes('--stream');
+const duration = Number(process.env.BENCH_DURATION || 10);
+const connections = Number(process.env.BENCH_CONNECTIONS || 32);
+const dir = process.env.BENCH_PROF_DIR || '/tmp/prof';
+const interval = Number(process.env.BENCH_PROF_INTERVAL || 100);
+const top = Number(process.env.BENCH_TOP || 25);
+/** Functions whose callers to list (comma list), e.g. BENCH_CALLERS=writev,writeLatin1String */
+const callersOf = (process.env.BENCH_CALLERS || 'writev,writeLatin1String').split(',').filter(Boolean);
+
+async function main(): Promise<void> {
+  guardChildren((duration + 120) * 1000);
+  mkdirSync(dir, { recursive: true });
+  const before = new Set(readdirSync(dir));
+  process.stderr.write(`profile: ${machine()}\n`);
+  const mock = await startMock();
+  const tollgate = await startTollgate('tollgate', mock.url, 1, ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${interval}`]);
+  const body = stream ? STREAM_BODY : PLAIN_BODY;
+  process.stderr.write(`profile: warming up 2 s, then ${duration} s of ${stream ? 'streamed (20 chunks)' : 'non-streamed'} chat at c=${connections}\n`);
+  await load(tollgate.url, CHAT_PATH, tollgate.key, body, connections, 2);
+  // Profile timestamps are CLOCK_MONOTONIC µs, like hrtime: only the measured load is analysed.
+  const fromUs = Number(process.hrtime.bigint() / 1000n);
+  const res = await load(tollgate.url, CHAT_PATH, tollgate.key, body, connections, duration);
+  const toUs = Number(process.hrtime.bigint() / 1000n);
+  process.stderr.write(`profile: ${Math.round(res.rps)} req/s (slowed by the profiler), p50 ${res.p50.toFixed(3)} ms, ${res.non2xx} non-2xx, ${res.errors} errors\n`);
+  const exited = new Promise<void>((resolve) => tollgate.proc.once('exit', () => resolve()));
+  tollgate.proc.kill('SIGTERM');
+  await exited;
+  const fresh = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile') && !before.has(f));
+  if (fresh.length === 0) throw new Error(`no new .cpuprofile in ${dir}`);
+  const file = join(dir, fresh.sort((a, b) => statSync(join(dir, b)).mtimeMs - statSync(join(dir, a)).mtimeMs)[0]!);
+  process.stdout.write(`profile file: ${file}\n${printReport(JSON.parse(readFileSync(file, 'utf8')), top, callersOf, fromUs, toUs)}\n`);
+}
+
+let failed = false;
+try {
+  await main();
+} catch (err) {
+  failed = true;
+  process.stderr.write(`profile failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+} finally {
+  await stopAll();
+}
+process.exit(failed ? 1 : 0);

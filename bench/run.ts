@@ -1,0 +1,298 @@
+/**
+ * tollgate benchmark: the mock provider direct, a bare pass-through proxy and tollgate (one
+ * process, then --workers 2), each in its own process, measured in alternation and printed as
+ * one table with the ratios tollgate / bare. See bench/README.md for how to read it.
+ *
+ *   npm run bench                 full run (defaults below)
+ *   npm run bench -- --quick      smoke run, about 20 s
+ *
+ * Environment: BENCH_DURATION (s per autocannon run), BENCH_ROUNDS, BENCH_CONNECTIONS (comma
+ * list), BENCH_STREAM_SAMPLES (streamed requests per target per round), BENCH_WARMUP (s),
+ * BENCH_WORKERS (the second tollgate's --workers), BENCH_QUICK=1 (same as --quick).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  CHAT_PATH, cpuMs, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, startBareProxy,
+  startMock, startTollgate, stopAll, STREAM_BODY, StreamClient, type LoadResult,
+} from './lib.js';
+
+// ── settings ────────────────────────────────────────────────────────────────
+
+const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
+
+function envNumber(name: string, fallback: number, min: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const n = Number(text);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number ≥ ${min} (got '${text}')`);
+  return n;
+}
+
+const settings = {
+  duration: envNumber('BENCH_DURATION', quick ? 1 : 5, 1),
+  rounds: Math.floor(envNumber('BENCH_ROUNDS', quick ? 1 : 3, 1)),
+  connections: (process.env.BENCH_CONNECTIONS || (quick ? '1,32' : '1,32,256')).split(',').map((c) => {
+    const n = Number(c.trim());
+    if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_CONNECTIONS: '${c}' is not a positive integer`);
+    return n;
+  }),
+  streamSamples: Math.floor(envNumber('BENCH_STREAM_SAMPLES', quick ? 200 : 1000, 1)),
+  warmup: envNumber('BENCH_WARMUP', quick ? 1 : 3, 0),
+  workers: Math.floor(envNumber('BENCH_WORKERS', 2, 2)),
+};
+
+// ── targets ─────────────────────────────────────────────────────────────────
+
+interface Target {
+  id: 'direct' | 'bare' | 'tollgate' | 'workers';
+  label: string;
+  url: string;
+  key: string | null;
+  /** Processes whose CPU and memory are this target's (a cluster primary and its workers). */
+  pids: number[];
+  /** The serving processes among them. */
+  servingPids: number[];
+  /** round → metric → value */
+  rounds: Map<string, number>[];
+  ttfb: number[];
+  ttlb: number[];
+  warnings: string[];
+}
+
+function progress(text: string): void {
+  process.stderr.write(`${text}\n`);
+}
+
+async function main(): Promise<void> {
+  const perRun = settings.duration + 0.3;
+  const expectedSec = 4 * (settings.warmup + 1) + settings.rounds * (4 * settings.connections.length * perRun + settings.streamSamples * 4 * 0.004) + 30;
+  guardChildren(Math.max(120, expectedSec * 3) * 1000);
+
+  progress(`bench: ${machine()}`);
+  progress('bench: starting the mock provider, the bare proxy and tollgate …');
+  const mock = await startMock();
+  const bare = await startBareProxy(mock.url);
+  const one = await startTollgate('tollgate', mock.url, 1);
+  const many = await startTollgate(`tollgate --workers ${settings.workers}`, mock.url, settings.workers);
+
+  const target = (id: Target['id'], label: string, url: string, key: string | null, pids: number[], servingPids: number[]): Target =>
+    ({ id, label, url, key, pids, servingPids, rounds: [], ttfb: [], ttlb: [], warnings: [] });
+  const targets: Target[] = [
+    target('direct', 'mock direct', mock.url, null, [mock.pid], [mock.pid]),
+    target('bare', 'bare proxy', bare.url, null, [bare.pid], [bare.pid]),
+    target('tollgate', 'tollgate', one.url, one.key, [one.pid], [one.pid]),
+    target('workers', `tollgate ×${settings.workers}`, many.url, many.key, [many.pid, ...many.workerPids], many.workerPids),
+  ];
+
+  for (const t of targets) await check(t);
+  progress('bench: every target answers correctly (plain and streamed; tollgate bills the call)');
+
+  if (settings.warmup > 0) {
+    for (const t of targets) {
+      progress(`bench: warming up ${t.label} (${settings.warmup} s at c=32, 200 streams)`);
+      await load(t.url, CHAT_PATH, t.key, PLAIN_BODY, 32, settings.warmup);
+      const client = new StreamClient(t.url, t.key);
+      for (let i = 0; i < 200; i++) await client.request(CHAT_PATH, STREAM_BODY);
+      await client.close();
+    }
+    await sleep(500);
+  }
+
+  for (let r = 0; r < settings.rounds; r++) {
+    for (const t of targets) t.rounds.push(new Map());
+    for (const c of settings.connections) {
+      for (const t of targets) {
+        const cpuBefore = t.pids.reduce((s, pid) => s + cpuMs(pid), 0);
+        const res = await load(t.url, CHAT_PATH, t.key, PLAIN_BODY, c, settings.duration);
+        const cpu = t.pids.reduce((s, pid) => s + cpuMs(pid), 0) - cpuBefore;
+        record(t, r, c, res, cpu);
+        progress(`round ${r + 1}/${settings.rounds}  c=${String(c).padEnd(3)}  ${t.label.padEnd(14)} ${fmtInt(res.rps).padStart(7)} req/s  p50 ${res.p50.toFixed(3)} ms  p99 ${res.p99.toFixed(3)} ms`);
+        await sleep(200);
+      }
+    }
+    // Streams: one request per target in turn (A B C D A B C D …), sequentially.
+    const clients = targets.map((t) => new StreamClient(t.url, t.key));
+    for (let i = 0; i < settings.streamSamples; i++) {
+      for (let k = 0; k < targets.length; k++) {
+        const s = await clients[k]!.request(CHAT_PATH, STREAM_BODY);
+        if (s.status !== 200) targets[k]!.warnings.push(`stream answered ${s.status}`);
+        targets[k]!.ttfb.push(s.ttfb);
+        targets[k]!.ttlb.push(s.ttlb);
+      }
+    }
+    await Promise.all(clients.map((c) => c.close()));
+    progress(`round ${r + 1}/${settings.rounds}  streams: ${settings.streamSamples} per target`);
+  }
+
+  const memory = targets.map((t) => ({
+    servingPeak: Math.max(...t.servingPids.map((pid) => procStatus(pid).VmHWM ?? 0)),
+    totalPeak: t.pids.reduce((s, pid) => s + (procStatus(pid).VmHWM ?? 0), 0),
+    anonNow: Math.max(...t.servingPids.map((pid) => procStatus(pid).RssAnon ?? 0)),
+  }));
+  for (const [i, s] of [one, many].entries()) {
+    const text = s.log().trim();
+    if (text) targets[i + 2]!.warnings.push(`wrote to stderr: ${text.split('\n').slice(0, 3).join(' | ')}`);
+  }
+
+  report(targets, memory);
+}
+
+// ── checks ──────────────────────────────────────────────────────────────────
+
+/** Every target must answer the bench requests correctly, or the numbers mean nothing. */
+async function check(t: Target): Promise<void> {
+  const plain = await postJson(t.url, CHAT_PATH, t.key, PLAIN_BODY);
+  const json = plain.status === 200 ? JSON.parse(plain.text) : undefined;
+  if (typeof json?.choices?.[0]?.message?.content !== 'string' || json?.usage?.prompt_tokens !== 11) {
+    throw new Error(`${t.label}: plain chat answered ${plain.status}: ${plain.text.slice(0, 300)}`);
+  }
+  const client = new StreamClient(t.url, t.key);
+  const s = await client.request(CHAT_PATH, STREAM_BODY, true);
+  await client.close();
+  const deltas = (s.text.match(/"delta":\{"content":/g) ?? []).length;
+  if (s.status !== 200 || deltas !== 20 || !s.text.includes('"usage":{') || !s.text.endsWith('data: [DONE]\n\n')) {
+    throw new Error(`${t.label}: streamed chat answered ${s.status} with ${deltas} deltas: ${s.text.slice(0, 300)}`);
+  }
+  if (t.key !== null) {
+    const res = await fetch(`${t.url}/usage/api`, { headers: { authorization: `Bearer ${t.key}` }, signal: AbortSignal.timeout(10_000) });
+    const usage = (await res.json()) as { requests?: { status: number; costUsd: string }[] };
+    const billed = usage.requests?.filter((q) => q.status === 200 && Number(q.costUsd) > 0).length ?? 0;
+    if (billed < 2) throw new Error(`${t.label}: the two check calls are not both billed in /usage/api: ${JSON.stringify(usage).slice(0, 300)}`);
+  }
+}
+
+function record(t: Target, round: number, c: number, res: LoadResult, cpu: number): void {
+  const m = t.rounds[round]!;
+  m.set(`rps@${c}`, res.rps);
+  m.set(`p50@${c}`, res.p50);
+  m.set(`p99@${c}`, res.p99);
+  m.set(`cpu@${c}`, res.ok > 0 ? (cpu * 1000) / res.ok : NaN);
+  if (res.non2xx || res.errors || res.timeouts) {
+    t.warnings.push(`round ${round + 1} c=${c}: ${res.non2xx} non-2xx, ${res.errors} errors, ${res.timeouts} timeouts`);
+  }
+}
+
+// ── the table ───────────────────────────────────────────────────────────────
+
+function fmtInt(n: number): string {
+  return Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–';
+}
+function fmt(n: number, digits: number): string {
+  return Number.isFinite(n) ? n.toFixed(digits) : '–';
+}
+function signed(n: number, digits: number): string {
+  return Number.isFinite(n) ? (n >= 0 ? '+' : '') + n.toFixed(digits) : '–';
+}
+
+/** The median over rounds of one metric. */
+function med(t: Target, metric: string): number {
+  return median(t.rounds.map((m) => m.get(metric)!).filter((v) => v !== undefined));
+}
+
+/** Per-round values of f(a, b), paired by round (the runs of one round are neighbours in time). */
+function perRound(a: Target, b: Target, metric: string, f: (x: number, y: number) => number): number[] {
+  return a.rounds.map((m, i) => f(m.get(metric)!, b.rounds[i]!.get(metric)!));
+}
+
+function spread(values: number[], digits: number, prefix = ''): string {
+  const m = median(values);
+  if (values.length < 2) return prefix + fmt(m, digits);
+  const f = (n: number) => (prefix && n >= 0 ? '+' : '') + fmt(n, digits);
+  return `${f(m)} (${f(Math.min(...values))}…${f(Math.max(...values))})`;
+}
+
+type Row = string[] | { section: string } | { line: string };
+
+function render(rows: Row[]): string {
+  const width: number[] = [];
+  for (const row of rows) {
+    if (!Array.isArray(row)) continue;
+    row.forEach((cell, i) => (width[i] = Math.max(width[i] ?? 0, cell.length)));
+  }
+  const total = width.reduce((s, w) => s + w + 2, 0);
+  return rows.map((row) => {
+    if ('line' in row) return row.line;
+    if (!Array.isArray(row)) return row.section ? `${'─'.repeat(2)} ${row.section} ${'─'.repeat(Math.max(2, total - row.section.length - 4))}` : '─'.repeat(total);
+    return row.map((cell, i) => (i === 0 ? cell.padEnd(width[i]!) : cell.padStart(width[i]!))).join('  ');
+  }).join('\n');
+}
+
+function report(targets: Target[], memory: { servingPeak: number; totalPeak: number; anonNow: number }[]): void {
+  const [, bare, tg, w2] = targets as [Target, Target, Target, Target];
+  const ratioCol = (metric: string) => fmt(median(perRound(tg, bare, metric, (x, y) => x / y)), 2);
+  const workersCol = (metric: string) => fmt(median(perRound(w2, tg, metric, (x, y) => x / y)), 2);
+  const rows: Row[] = [];
+  rows.push(['', ...targets.map((t) => t.label), 'tollgate/bare', `×${settings.workers}/×1`]);
+  rows.push({ section: 'non-streamed chat (POST /v1/chat/completions), autocannon' });
+  for (const c of settings.connections) {
+    rows.push([`c=${c}   req/s`, ...targets.map((t) => fmtInt(med(t, `rps@${c}`))), ratioCol(`rps@${c}`), workersCol(`rps@${c}`)]);
+    rows.push([`c=${c}   p50 ms`, ...targets.map((t) => fmt(med(t, `p50@${c}`), 3)), ratioCol(`p50@${c}`), workersCol(`p50@${c}`)]);
+    rows.push([`c=${c}   p99 ms`, ...targets.map((t) => fmt(med(t, `p99@${c}`), 3)), ratioCol(`p99@${c}`), workersCol(`p99@${c}`)]);
+    rows.push([`c=${c}   server CPU µs/req`, ...targets.map((t) => fmt(med(t, `cpu@${c}`), 1)), ratioCol(`cpu@${c}`), workersCol(`cpu@${c}`)]);
+  }
+  const hasC1 = settings.connections.includes(1);
+  if (hasC1) {
+    const usPer = (t: Target) => median(t.rounds.map((m) => 1e6 / m.get('rps@1')!));
+    const delta = (t: Target) => median(perRound(t, bare, 'rps@1', (x, y) => 1e6 / x - 1e6 / y));
+    rows.push(['c=1   µs/request (1e6 / req/s)', ...targets.map((t) => fmt(usPer(t), 1)), signed(delta(tg), 1), signed(median(perRound(w2, tg, 'rps@1', (x, y) => 1e6 / x - 1e6 / y)), 1)]);
+    rows.push(['c=1   µs/request over bare', ...targets.map((t) => (t === bare ? '0' : signed(delta(t), 1))), '', '']);
+  }
+  rows.push({ section: `streamed chat, 20 chunks, sequential, ${settings.streamSamples * settings.rounds} per target` });
+  const q = (values: number[], p: number) => quantile(Float64Array.from(values).sort(), p) * 1000;
+  const streamRow = (name: string, pick: (t: Target) => number[], p: number): string[] => {
+    const v = targets.map((t) => q(pick(t), p));
+    return [name, ...v.map((x) => fmtInt(x)), signed(v[2]! - v[1]!, 0), signed(v[3]! - v[2]!, 0)];
+  };
+  rows.push(streamRow('TTFB p50 µs', (t) => t.ttfb, 0.5));
+  rows.push(streamRow('TTFB p99 µs', (t) => t.ttfb, 0.99));
+  rows.push(streamRow('TTLB p50 µs', (t) => t.ttlb, 0.5));
+  rows.push(streamRow('TTLB p99 µs', (t) => t.ttlb, 0.99));
+  rows.push({ section: 'memory (/proc/PID/status)' });
+  const mb = (kb: number) => fmt(kb / 1024, 1);
+  rows.push(['peak RSS MB, per serving process', ...memory.map((m) => mb(m.servingPeak)), fmt(memory[2]!.servingPeak / memory[1]!.servingPeak, 2), '']);
+  rows.push(['peak RSS MB, all its processes', ...memory.map((m) => mb(m.totalPeak)), '', fmt(memory[3]!.totalPeak / memory[2]!.totalPeak, 2)]);
+  rows.push(['RSS anon MB at the end', ...memory.map((m) => mb(m.anonNow)), '', '']);
+
+  // Headline: tollgate against the bare proxy, paired by round.
+  rows.push({ section: 'headline: tollgate (1 process) against the bare proxy   median (min…max over rounds)' });
+  const verdict = (ok: boolean, miss: string) => (ok ? 'met' : `MISSED by ${miss}`);
+  const line = (name: string, value: string, target: string, verdict: string): Row => ({ line: `${name.padEnd(34)}${value.padEnd(28)}${target.padEnd(18)}${verdict}` });
+  if (settings.connections.includes(32)) {
+    const r = perRound(tg, bare, 'rps@32', (x, y) => x / y);
+    rows.push(line('throughput ratio at c=32', spread(r, 3), 'target ≥ 0.90', verdict(median(r) >= 0.9, fmt(0.9 - median(r), 3))));
+  }
+  if (hasC1) {
+    const d = perRound(tg, bare, 'rps@1', (x, y) => 1e6 / x - 1e6 / y);
+    rows.push(line('added µs/request at c=1', spread(d, 1, '+'), 'target ≤ 25 µs', verdict(median(d) <= 25, `${fmt(median(d) - 25, 1)} µs`)));
+  }
+  const ttfbDelta = q(tg.ttfb, 0.5) - q(bare.ttfb, 0.5);
+  rows.push(line('streamed TTFB p50 delta', `${signed(ttfbDelta, 0)} µs`, 'target ≤ 100 µs', verdict(ttfbDelta <= 100, `${fmt(ttfbDelta - 100, 0)} µs`)));
+  const multi = settings.connections.filter((c) => c > 1);
+  if (multi.length) {
+    rows.push(line(`workers ${settings.workers} vs 1, throughput`, multi.map((c) => `c=${c}: ${fmt(median(perRound(w2, tg, `rps@${c}`, (x, y) => x / y)), 2)}`).join('  '), '', ''));
+  }
+  rows.push({ section: '' });
+
+  const out: string[] = [];
+  out.push(`machine: ${machine()}`);
+  out.push(`settings: ${settings.rounds} rounds × ${settings.connections.length} concurrencies × 4 targets, ${settings.duration} s per run, warm-up ${settings.warmup} s, ${settings.streamSamples} streams per target per round${quick ? ' (quick)' : ''}`);
+  out.push('processes: load generator (this process), mock provider, bare proxy, tollgate, tollgate cluster: each its own; all share the cores');
+  out.push('');
+  out.push(render(rows));
+  const warnings = targets.flatMap((t) => t.warnings.map((w) => `${t.label}: ${w}`));
+  if (warnings.length) out.push('', 'warnings:', ...warnings.slice(0, 20).map((w) => `  ${w}`));
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+// ── run ─────────────────────────────────────────────────────────────────────
+
+let failed = false;
+try {
+  await main();
+} catch (err) {
+  failed = true;
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+} finally {
+  await stopAll();
+}
+process.exit(failed ? 1 : 0);

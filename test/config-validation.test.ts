@@ -1,0 +1,177 @@
+/**
+ * `tollgate serve --config FILE` refuses a bad configuration before it listens: exit 2 and one
+ * line on stderr naming the offending field's path. And where the port and the data directory
+ * come from: the flag wins over the environment variable, which wins over the file.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { CLI, defaultConfig, PROVIDER_ENV } from './helpers/harness.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The environment without any TOLLGATE_* setting of the caller's, plus `extra`. */
+function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...PROVIDER_ENV };
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TOLLGATE_')) env[k] = v;
+  return { ...env, ...extra };
+}
+
+interface Served { code: number | null; stdout: string; stderr: string; listening: string | null }
+
+/**
+ * Runs `tollgate serve ARGS`. Resolves when it exits, or — once it printed its listening line —
+ * stops it with SIGTERM and resolves after it exited. A guard kills it if it neither exits nor
+ * listens, so no test leaves a server behind.
+ */
+function serve(args: string[], env: NodeJS.ProcessEnv = {}, cwd = dir): Promise<Served> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, 'serve', ...args], { env: cleanEnv(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let listening: string | null = null;
+    const guard = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      const m = /listening on (http:\/\/\S+)/.exec(stdout);
+      if (m && listening === null) {
+        listening = m[1]!;
+        child.kill('SIGTERM');
+      }
+    });
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(guard);
+      resolve({ code, stdout, stderr, listening });
+    });
+  });
+}
+
+let n = 0;
+/** Writes a config (the test default with `change` applied) and returns its path. */
+function configWith(change: (c: any) => void): string {
+  const c: any = defaultConfig('http://127.0.0.1:9');
+  change(c);
+  const file = join(dir, `config-${++n}.json`);
+  writeFileSync(file, JSON.stringify(c));
+  return file;
+}
+
+const data = join(dir, 'data');
+
+t.test('bad configurations: exit 2 before listening, stderr names the field path', async (t) => {
+  const cases: [string, string, RegExp][] = [
+    ['unknown top-level field', configWith((c) => (c.colour = 'blue')), /\bcolour\b/],
+    ['unknown field inside a model', configWith((c) => (c.models['gpt-4o-mini'].colour = 'blue')), /models\.gpt-4o-mini\.colour/],
+    ['unknown field inside a price', configWith((c) => (c.models['gpt-4o'].price.reasoning = 1)), /models\.gpt-4o\.price\.reasoning/],
+    ['unknown field inside a provider', configWith((c) => (c.providers.openai.timeout = 5)), /providers\.openai\.timeout/],
+    ['price as a string', configWith((c) => (c.models['gpt-4o-mini'].price.input = '0.15')), /models\.gpt-4o-mini\.price\.input/],
+    ['negative price', configWith((c) => (c.models['gpt-4o-mini'].price.output = -0.6)), /models\.gpt-4o-mini\.price\.output/],
+    ['price with 4 decimals', configWith((c) => (c.models['gpt-4o-mini'].price.cachedInput = 0.0755)), /models\.gpt-4o-mini\.price\.cachedInput/],
+    ['price missing', configWith((c) => delete c.models['claude-haiku-4-5'].price.output), /models\.claude-haiku-4-5\.price\.output/],
+    ['endpoint not chat/responses/messages', configWith((c) => (c.models['gpt-4o-mini'].endpoints = ['chat', 'completions'])), /models\.gpt-4o-mini\.endpoints/],
+    ['model naming an unknown provider', configWith((c) => (c.models['gpt-4o'].provider = 'azure')), /models\.gpt-4o\.provider/],
+    ['catalogProvider naming an unknown provider', configWith((c) => (c.catalogProvider.anthropic = 'bedrock')), /catalogProvider\.anthropic/],
+    ['bad provider auth', configWith((c) => (c.providers.anthropic.auth = 'basic')), /providers\.anthropic\.auth/],
+    ['bad server port', configWith((c) => (c.server = { port: 'eighty' })), /server\.port/],
+  ];
+  const badJson = join(dir, 'broken.json');
+  writeFileSync(badJson, '{ "providers": { ');
+  cases.push(['invalid JSON', badJson, /broken\.json/]);
+  const missing = join(dir, 'no-such-config.json');
+  cases.push(['missing file', missing, /no-such-config\.json/]);
+
+  for (let i = 0; i < cases.length; i += 4) {
+    const batch = cases.slice(i, i + 4);
+    const results = await Promise.all(batch.map(([, file]) => serve(['--config', file, '--data', data, '--host', '127.0.0.1', '--port', '0'])));
+    batch.forEach(([name, , path], j) => {
+      const r = results[j]!;
+      t.equal(r.listening, null, `${name}: never listens`);
+      t.equal(r.code, 2, `${name}: exit 2`);
+      t.match(r.stderr, path, `${name}: stderr names ${path} (${JSON.stringify(r.stderr)})`);
+      t.match(r.stderr, /^[^\n]+\n$/, `${name}: one line`);
+    });
+  }
+  t.notOk(existsSync(join(data, 'data.mdb')), 'no bad start created a database');
+});
+
+t.test('a valid configuration starts', async (t) => {
+  const r = await serve(['--config', configWith(() => {}), '--data', data, '--host', '127.0.0.1', '--port', '0']);
+  t.match(r.listening, /^http:\/\/127\.0\.0\.1:\d+$/);
+  t.equal(r.code, 0, 'and exits 0 on SIGTERM');
+});
+
+/** A port nobody listens on right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Occupies a port, so that a server told to use it could not start. */
+function occupy(port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(port, '127.0.0.1', () => resolve(s));
+  });
+}
+
+const portOf = (url: string | null): number => Number(new URL(url!).port);
+
+t.test('port and data directory: flag > environment > file', async (t) => {
+  const filePort = await freePort();
+  const envPort = await freePort();
+  const fileData = join(dir, 'from-file');
+  const envData = join(dir, 'from-env');
+  const flagData = join(dir, 'from-flag');
+  const file = configWith((c) => {
+    c.server = { host: '127.0.0.1', port: filePort };
+    c.dataDir = './from-file'; // relative to the config file
+  });
+
+  const fromFile = await serve(['--config', file]);
+  t.equal(fromFile.code, 0, fromFile.stderr);
+  t.equal(portOf(fromFile.listening), filePort, 'the file\'s port when nothing overrides it');
+  t.ok(existsSync(join(fileData, 'data.mdb')), 'the file\'s dataDir, relative to the file');
+
+  const blockFile = await occupy(filePort);
+  t.teardown(() => blockFile.close());
+  const fromEnv = await serve(['--config', file], { TOLLGATE_PORT: String(envPort), TOLLGATE_DATA_DIR: envData });
+  t.equal(fromEnv.code, 0, fromEnv.stderr);
+  t.equal(portOf(fromEnv.listening), envPort, 'TOLLGATE_PORT beats the file');
+  t.ok(existsSync(join(envData, 'data.mdb')), 'TOLLGATE_DATA_DIR beats the file');
+
+  const blockEnv = await occupy(envPort);
+  t.teardown(() => blockEnv.close());
+  const fromFlag = await serve(['--config', file, '--port', '0', '--data', flagData], { TOLLGATE_PORT: String(envPort), TOLLGATE_DATA_DIR: envData });
+  t.equal(fromFlag.code, 0, fromFlag.stderr);
+  const port = portOf(fromFlag.listening);
+  t.ok(port > 0 && port !== envPort && port !== filePort, '--port 0 beats TOLLGATE_PORT: a fresh port');
+  t.ok(existsSync(join(flagData, 'data.mdb')), '--data beats TOLLGATE_DATA_DIR');
+
+  const badEnv = await serve(['--config', file], { TOLLGATE_PORT: 'eighty' });
+  t.equal(badEnv.code, 2, 'a bad TOLLGATE_PORT is bad usage');
+  t.equal(badEnv.listening, null);
+});
+
+t.test('TOLLGATE_CONFIG names the file; --config beats it', async (t) => {
+  const bad = configWith((c) => (c.bogus = true));
+  const good = configWith(() => {});
+  const viaEnv = await serve(['--data', data, '--port', '0'], { TOLLGATE_CONFIG: bad });
+  t.equal(viaEnv.code, 2, 'the file named by TOLLGATE_CONFIG is loaded');
+  t.match(viaEnv.stderr, /bogus/);
+  const viaFlag = await serve(['--config', good, '--data', data, '--port', '0'], { TOLLGATE_CONFIG: bad });
+  t.equal(viaFlag.code, 0, viaFlag.stderr);
+  t.not(viaFlag.listening, null, '--config wins');
+});
