@@ -80,7 +80,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     }, new Exchange(res, requestId, null));
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  function handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -109,13 +109,24 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     // 6. Funds.
     const short = fundsRefusal(store.account(key.account));
     if (short !== null) return sendError(res, short, requestId);
-    // 7. Rate, before the body is read.
-    if (key.rpm !== null) {
-      const retryAfter = await store.admit(key.id, key.rpm, now);
+    // 7. Rate, before the body is read (decided in this turn's group commit).
+    if (key.rpm === null) return proceed(req, res, route, key, requestId, query);
+    store.admit(key.id, key.rpm, now, (retryAfter) => {
       if (retryAfter > 0) return sendError(res, 'rate_limit_exceeded', requestId, retryAfter);
-    }
+      proceed(req, res, route, key, requestId, query);
+    });
+  }
+
+  /** After admission: the catalogue, or an inference call (whose body is read only now). */
+  function proceed(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
     if (route.kind === 'models') return models(req, res, route, requestId, query);
-    return inference(req, res, route, key, requestId, query);
+    inference(req, res, route, key, requestId, query).catch((err: unknown) => failed(res, err));
+  }
+
+  function failed(res: ServerResponse, err: unknown): void {
+    log('error', 'request_failed', { error: String(err) });
+    if (!res.headersSent) sendError(res, 'upstream_unavailable', nextRequestId());
+    else res.destroy();
   }
 
   const server = createServer({
@@ -125,11 +136,11 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     headersTimeout: 66_000,
     requestTimeout: 300_000,
   }, (req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      log('error', 'request_failed', { error: String(err) });
-      if (!res.headersSent) sendError(res, 'upstream_unavailable', nextRequestId());
-      else res.destroy();
-    });
+    try {
+      handle(req, res);
+    } catch (err) {
+      failed(res, err);
+    }
   });
 
   return {

@@ -36,8 +36,13 @@ t.test('200 clients leaving at random points are all billed or estimated', async
   const exact = all.filter((r: { estimated: boolean }) => !r.estimated);
   const estimated = all.filter((r: { estimated: boolean }) => r.estimated);
   t.equal(exact.length + estimated.length, 200);
-  const odd = all.filter((r: { clientGone: boolean; error: null; costNanoUsd: number }) => !(r.clientGone && r.error === null && r.costNanoUsd > 0));
+  const odd = all.filter((r: { error: null; costNanoUsd: number }) => !(r.error === null && r.costNanoUsd > 0));
   t.same(odd, [], 'every record billed, none an error');
+  // On a loaded machine the last events of a stream can arrive in one segment with the first
+  // bytes the client waited for: such a client had the whole answer, and its record is exact.
+  const completed = all.filter((r: { clientGone: boolean }) => !r.clientGone);
+  t.ok(completed.every((r: { estimated: boolean }) => !r.estimated), 'a client that got the whole answer is billed exactly');
+  t.ok(completed.length < 20, `nearly every client left part-way (${200 - completed.length} of 200)`);
   for (const r of exact) {
     t.equal(r.outputTokens - r.inputTokens, -50, 'exact records carry the provider usage');
   }

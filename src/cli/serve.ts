@@ -40,7 +40,7 @@ export async function serveCommand(args: string[]): Promise<void> {
       log('warn', 'provider_credential_missing', { provider: provider.name, env: provider.apiKeyEnv });
     }
   }
-  const store = Store.open(dataDir);
+  const store = Store.open(dataDir, config.storage);
   const gateway = createGateway(config, store);
   await new Promise<void>((resolve, reject) => {
     gateway.server.once('error', reject);

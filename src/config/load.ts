@@ -125,10 +125,23 @@ function compileLimits(raw: Json): Limits {
   return limits;
 }
 
+function compileStorage(raw: Json): Config['storage'] {
+  const storage: Config['storage'] = { fsync: 'interval', fsyncIntervalMs: 100 };
+  if (raw === undefined) return storage;
+  const st = object(raw, 'storage');
+  onlyFields(st, 'storage', ['fsync', 'fsyncIntervalMs']);
+  if (st.fsync !== undefined) {
+    if (st.fsync !== 'interval' && st.fsync !== 'commit') throw new ConfigError('storage.fsync', 'must be "interval" or "commit"');
+    storage.fsync = st.fsync;
+  }
+  if (st.fsyncIntervalMs !== undefined) storage.fsyncIntervalMs = integer(st.fsyncIntervalMs, 'storage.fsyncIntervalMs', 1, 60_000);
+  return storage;
+}
+
 /** Validates a parsed configuration object and compiles it into the tables the server uses. */
 export function compileConfig(raw: Json, file: string | null): Config {
   const c = object(raw, '(top level)');
-  onlyFields(c, '', ['server', 'dataDir', 'providers', 'catalogProvider', 'models', 'limits']);
+  onlyFields(c, '', ['server', 'dataDir', 'providers', 'catalogProvider', 'models', 'limits', 'storage']);
   let host = '127.0.0.1';
   let port = 8080;
   if (c.server !== undefined) {
@@ -157,7 +170,7 @@ export function compileConfig(raw: Json, file: string | null): Config {
   const models = new Map<string, Model>();
   for (const [id, m] of Object.entries(object(c.models, 'models'))) models.set(id, compileModel(id, m, providers));
 
-  return { file, host, port, dataDir, providers, catalogProvider, models, limits: compileLimits(c.limits) };
+  return { file, host, port, dataDir, providers, catalogProvider, models, limits: compileLimits(c.limits), storage: compileStorage(c.storage) };
 }
 
 /**

@@ -29,6 +29,12 @@ export interface RawLimits {
   clientGoneGraceMs?: number;
 }
 
+/** When the store's commits reach the disk (see store/lmdb.ts FsyncMode). */
+export interface RawStorage {
+  fsync?: 'interval' | 'commit';
+  fsyncIntervalMs?: number;
+}
+
 /** The configuration file as written (see interface.md). */
 export interface RawConfig {
   server?: { host?: string; port?: number };
@@ -37,6 +43,7 @@ export interface RawConfig {
   catalogProvider: { openai: string; anthropic: string };
   models: Record<string, RawModel>;
   limits?: RawLimits;
+  storage?: RawStorage;
 }
 
 /** Prices compiled to integer nUSD per token (see money.ts). */
@@ -83,4 +90,5 @@ export interface Config {
   catalogProvider: { openai: Provider; anthropic: Provider };
   models: ReadonlyMap<string, Model>;
   limits: Limits;
+  storage: { fsync: 'interval' | 'commit'; fsyncIntervalMs: number };
 }

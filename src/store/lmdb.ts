@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { log } from '../log.js';
 import type { Account, DailyTotals, KeyMode, KeyRecord, UsageRecord } from './types.js';
 
 const WINDOW_MS = 60_000;
@@ -21,6 +22,26 @@ export interface NewKey {
 export interface Charge { nano: number; tokens: number }
 
 /**
+ * When a commit reaches the disk:
+ * - `interval`: commits are synchronous and unsynced (LMDB `noSync`), and the environment is
+ *   flushed to disk every `fsyncIntervalMs`. A killed process loses nothing committed; a power
+ *   loss or kernel crash can lose the commits since the last flush.
+ * - `commit`: every group commit is flushed to disk before the requests in it are answered.
+ */
+export type FsyncMode = 'interval' | 'commit';
+
+export interface StoreOptions {
+  fsync?: FsyncMode;
+  fsyncIntervalMs?: number;
+}
+
+/** Told when a queued record is committed (and, with fsync 'commit', on disk). */
+export interface CommitListener { committed(error: unknown): void }
+
+/** Told the outcome of a queued rate-limit check: 0 admitted, else seconds to wait. */
+export type AdmitListener = (retryAfter: number) => void;
+
+/**
  * The one interface to persistent state: an LMDB environment under the data directory.
  *
  * Reads are synchronous and see the latest committed state as of the current event turn
@@ -30,7 +51,16 @@ export interface Charge { nano: number; tokens: number }
  * across processes: exact under cluster workers and concurrent CLI commands.
  */
 export class Store {
+  private admits: Array<[string, number, number, AdmitListener]> = [];
+  private records: Array<[KeyRecord, UsageRecord, Charge, CommitListener]> = [];
+  private flushScheduled = false;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private readonly fsync: FsyncMode;
+  /** The current UTC day as 'YYYY-MM-DD' and the ms range it covers: formatted once a day, not per record. */
+  private day = { from: 0, to: 0, text: '' };
+
   private constructor(
+    options: StoreOptions,
     private readonly root: RootDatabase,
     /** sha256(secret) → KeyRecord */
     private readonly keys: Database<KeyRecord, string>,
@@ -45,12 +75,23 @@ export class Store {
     private readonly usage: Database<UsageRecord, [string, number, string]>,
     /** [key id, 'YYYY-MM-DD'] → DailyTotals */
     private readonly daily: Database<DailyTotals, [string, string]>,
-  ) {}
+  ) {
+    this.fsync = options.fsync ?? 'commit';
+    if (this.fsync === 'interval') {
+      this.flushTimer = setInterval(() => this.syncToDisk(logSyncFailure), options.fsyncIntervalMs ?? 1000);
+      this.flushTimer.unref();
+    }
+  }
 
-  static open(dataDir: string): Store {
+  /**
+   * Opens the environment. The server passes its configured fsync mode; everything else (the
+   * CLI) uses the default, `commit`, so every issuer change is on disk when the command returns.
+   */
+  static open(dataDir: string, options: StoreOptions = {}): Store {
     mkdirSync(dataDir, { recursive: true });
-    const root = open({ path: dataDir, maxDbs: 16 });
+    const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync === 'interval' });
     return new Store(
+      options,
       root,
       root.openDB({ name: 'keys' }),
       root.openDB({ name: 'key-ids' }),
@@ -62,8 +103,11 @@ export class Store {
     );
   }
 
-  close(): Promise<void> {
-    return this.root.close();
+  async close(): Promise<void> {
+    if (this.flushScheduled) this.flush();
+    if (this.flushTimer !== null) clearInterval(this.flushTimer);
+    await new Promise<void>((resolve) => this.syncToDisk(() => resolve()));
+    await this.root.close();
   }
 
   // ── keys ────────────────────────────────────────────────────────────────
@@ -151,33 +195,120 @@ export class Store {
     });
   }
 
-  // ── rate limit ──────────────────────────────────────────────────────────
+  // ── the request path: one group commit per event-loop turn ─────────────
 
   /**
    * Counts one request in the key's fixed 60-second window (which starts with the first
-   * request after the previous one ended). Resolves to 0 when admitted, else to the seconds
+   * request after the previous one ended) and tells `done` 0 when admitted, else the seconds
    * left in the window (for `retry-after`).
    *
-   * It resolves as soon as the transaction callback has run under LMDB's write lock, not
-   * after the commit: the decision is already exact across processes then, and a crash can
-   * only lose a count, which errs towards admitting. Waiting for the commit would add a
-   * commit's latency (≈ 77–330 µs measured, architecture.md) to every rate-limited request.
+   * Queued with every other check and record of this event-loop turn and decided in their
+   * group commit, under LMDB's write lock: exact across processes. The decision is not flushed
+   * to disk before it is used; a crash can only lose a count, which errs towards admitting.
    */
-  admit(keyId: string, rpm: number, now: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.root.transaction(() => {
-        const window = this.rate.get(keyId);
-        if (window === undefined || now >= window[0] + WINDOW_MS) {
-          this.rate.put(keyId, [now, 1]);
-          resolve(0);
-        } else if (window[1] < rpm) {
-          this.rate.put(keyId, [window[0], window[1] + 1]);
-          resolve(0);
-        } else {
-          resolve(Math.max(1, Math.ceil((window[0] + WINDOW_MS - now) / 1000)));
-        }
-      }).catch(reject);
-    });
+  admit(keyId: string, rpm: number, now: number, done: AdmitListener): void {
+    this.admits.push([keyId, rpm, now, done]);
+    this.schedule();
+  }
+
+  /**
+   * Charges the account and stores the usage record and the day's totals. Queued for this
+   * turn's group commit; `listener` is told once it is committed, so the caller can hold back
+   * the response's last byte until then.
+   */
+  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener): void {
+    this.records.push([key, usage, charge, listener]);
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(this.flush);
+  }
+
+  /**
+   * The group commit: every check and record queued during the turn, in one synchronous
+   * transaction. Measured (architecture.md, and again in bench/README.md): a synchronous noSync
+   * commit costs ≈ 13–17 µs, an awaited async transaction 130–450 µs; one per turn instead of
+   * one per request keeps that off each request's latency and its CPU.
+   */
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    const admits = this.admits;
+    const records = this.records;
+    this.admits = [];
+    this.records = [];
+    const decisions: number[] = [];
+    let failure: unknown = null;
+    try {
+      this.root.transactionSync(() => {
+        for (const [keyId, rpm, now] of admits) decisions.push(this.countRequest(keyId, rpm, now));
+        for (const [key, usage, charge] of records) this.applyRecord(key, usage, charge);
+      });
+    } catch (err) {
+      failure = err;
+    }
+    for (let i = 0; i < admits.length; i++) admits[i]![3](failure === null ? decisions[i]! : 0);
+    if (records.length === 0) return;
+    if (failure === null && this.fsync === 'commit') {
+      this.syncToDisk((err) => {
+        for (const r of records) r[3].committed(err ?? null);
+      });
+      return;
+    }
+    for (const r of records) r[3].committed(failure);
+  };
+
+  /** Flushes committed transactions to disk (mdb_env_sync, in lmdb-js's worker thread). */
+  private syncToDisk(done: (err: unknown) => void): void {
+    (this.root as unknown as { sync(cb: (err: unknown) => void): void }).sync(done);
+  }
+
+  private countRequest(keyId: string, rpm: number, now: number): number {
+    const window = this.rate.get(keyId);
+    if (window === undefined || now >= window[0] + WINDOW_MS) {
+      this.rate.put(keyId, [now, 1]);
+      return 0;
+    }
+    if (window[1] < rpm) {
+      this.rate.put(keyId, [window[0], window[1] + 1]);
+      return 0;
+    }
+    return Math.max(1, Math.ceil((window[0] + WINDOW_MS - now) / 1000));
+  }
+
+  private dayOf(at: number): string {
+    const day = this.day;
+    if (at < day.from || at >= day.to) {
+      const from = at - (at % 86_400_000);
+      this.day = { from, to: from + 86_400_000, text: new Date(from).toISOString().slice(0, 10) };
+    }
+    return this.day.text;
+  }
+
+  private applyRecord(key: KeyRecord, usage: UsageRecord, charge: Charge): void {
+    if (charge.nano !== 0 || charge.tokens !== 0) {
+      const acct = this.accounts.get(key.account);
+      if (acct) {
+        this.accounts.put(key.account, acct.mode === 'credit'
+          ? { ...acct, balanceNano: acct.balanceNano - charge.nano }
+          : { ...acct, usedTokens: acct.usedTokens + charge.tokens });
+      }
+    }
+    this.usage.put([key.id, usage.at, usage.requestId], usage);
+    const dayKey: [string, string] = [key.id, this.dayOf(usage.at)];
+    const totals = this.daily.get(dayKey) ?? { requests: 0, costNano: 0, tokens: 0, byModel: {} };
+    const perModel = totals.byModel[usage.model] ?? { requests: 0, costNano: 0, tokens: 0 };
+    // Tokens are counted for both kinds of key (what was used); cost is what was charged.
+    totals.requests += 1;
+    totals.costNano += charge.nano;
+    totals.tokens += usage.tokensCharged;
+    perModel.requests += 1;
+    perModel.costNano += charge.nano;
+    perModel.tokens += usage.tokensCharged;
+    totals.byModel[usage.model] = perModel;
+    this.daily.put(dayKey, totals);
   }
 
   // ── models ──────────────────────────────────────────────────────────────
@@ -191,37 +322,6 @@ export class Store {
   }
 
   // ── usage ───────────────────────────────────────────────────────────────
-
-  /**
-   * Charges the account and stores the usage record and the day's totals in one transaction.
-   * Resolves once committed, so the caller can hold back the response's last byte until then.
-   */
-  record(key: KeyRecord, usage: UsageRecord, charge: Charge): Promise<void> {
-    return this.root.transaction(() => {
-      if (charge.nano !== 0 || charge.tokens !== 0) {
-        const acct = this.accounts.get(key.account);
-        if (acct) {
-          this.accounts.put(key.account, acct.mode === 'credit'
-            ? { ...acct, balanceNano: acct.balanceNano - charge.nano }
-            : { ...acct, usedTokens: acct.usedTokens + charge.tokens });
-        }
-      }
-      this.usage.put([key.id, usage.at, usage.requestId], usage);
-      const day = new Date(usage.at).toISOString().slice(0, 10);
-      const dayKey: [string, string] = [key.id, day];
-      const totals = this.daily.get(dayKey) ?? { requests: 0, costNano: 0, tokens: 0, byModel: {} };
-      const perModel = totals.byModel[usage.model] ?? { requests: 0, costNano: 0, tokens: 0 };
-      // Tokens are counted for both kinds of key (what was used); cost is what was charged.
-      totals.requests += 1;
-      totals.costNano += charge.nano;
-      totals.tokens += usage.tokensCharged;
-      perModel.requests += 1;
-      perModel.costNano += charge.nano;
-      perModel.tokens += usage.tokensCharged;
-      totals.byModel[usage.model] = perModel;
-      this.daily.put(dayKey, totals);
-    }) as Promise<void>;
-  }
 
   /** A key's usage records, newest first; `before` is an exclusive [at, requestId] cursor. */
   usageOf(keyId: string, limit: number, before?: [number, string]): UsageRecord[] {
@@ -241,6 +341,10 @@ export class Store {
     for (const { key, value } of this.daily.getRange({ start: [keyId, fromDay], end: [keyId, `${toDay}~`] })) days.set(key[1], value);
     return days;
   }
+}
+
+function logSyncFailure(err: unknown): void {
+  if (err) log('error', 'fsync_failed', { error: String(err) });
 }
 
 function newId(kind: string): string {
