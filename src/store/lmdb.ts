@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { log } from '../log.js';
+import { accountToRow, keyToRow, rowToAccount, rowToKey, rowToUsage, usageToRow, type AccountRow, type DailyRow, type KeyRow, type UsageRow } from './rows.js';
 import type { Account, DailyTotals, KeyMode, KeyRecord, UsageRecord } from './types.js';
 
 const WINDOW_MS = 60_000;
@@ -62,19 +63,19 @@ export class Store {
   private constructor(
     options: StoreOptions,
     private readonly root: RootDatabase,
-    /** sha256(secret) → KeyRecord */
-    private readonly keys: Database<KeyRecord, string>,
+    /** sha256(secret) → KeyRow */
+    private readonly keys: Database<KeyRow, string>,
     /** key id → sha256(secret) */
     private readonly keyIds: Database<string, string>,
-    private readonly accounts: Database<Account, string>,
+    private readonly accounts: Database<AccountRow, string>,
     /** key id → [window start (ms), requests in it] */
     private readonly rate: Database<[number, number], string>,
     /** model id → enabled (run-time override of the config file) */
     private readonly modelSwitches: Database<boolean, string>,
-    /** [key id, at, request id] → UsageRecord */
-    private readonly usage: Database<UsageRecord, [string, number, string]>,
-    /** [key id, 'YYYY-MM-DD'] → DailyTotals */
-    private readonly daily: Database<DailyTotals, [string, string]>,
+    /** [key id, at, request id] → UsageRow */
+    private readonly usage: Database<UsageRow, [string, number, string]>,
+    /** [key id, 'YYYY-MM-DD', model] → DailyRow */
+    private readonly daily: Database<DailyRow, [string, string, string]>,
   ) {
     this.fsync = options.fsync ?? 'commit';
     if (this.fsync === 'interval') {
@@ -99,7 +100,7 @@ export class Store {
       root.openDB({ name: 'rate' }),
       root.openDB({ name: 'model-switches' }),
       root.openDB({ name: 'usage' }),
-      root.openDB({ name: 'daily' }),
+      root.openDB({ name: 'daily-by-model' }),
     );
   }
 
@@ -113,22 +114,24 @@ export class Store {
   // ── keys ────────────────────────────────────────────────────────────────
 
   keyByHash(hash: string): KeyRecord | undefined {
-    return this.keys.get(hash);
+    const row = this.keys.get(hash);
+    return row === undefined ? undefined : rowToKey(row);
   }
 
   keyById(id: string): KeyRecord | undefined {
     const hash = this.keyIds.get(id);
-    return hash === undefined ? undefined : this.keys.get(hash);
+    return hash === undefined ? undefined : this.keyByHash(hash);
   }
 
   allKeys(): KeyRecord[] {
     const list: KeyRecord[] = [];
-    for (const { value } of this.keys.getRange()) list.push(value);
+    for (const { value } of this.keys.getRange()) list.push(rowToKey(value));
     return list.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
   account(id: string): Account | undefined {
-    return this.accounts.get(id);
+    const row = this.accounts.get(id);
+    return row === undefined ? undefined : rowToAccount(row);
   }
 
   /** Creates a key with a fresh account holding `amount`. */
@@ -152,8 +155,8 @@ export class Store {
       : { mode: 'token', balanceNano: 0, budgetTokens: fields.amount, usedTokens: 0 };
     return this.root.transaction(() => {
       if (this.keys.get(record.hash) !== undefined) throw new Error('a key with this secret already exists');
-      this.accounts.put(record.account, account);
-      this.keys.put(record.hash, record);
+      this.accounts.put(record.account, accountToRow(account));
+      this.keys.put(record.hash, keyToRow(record));
       this.keyIds.put(record.id, record.hash);
       return record;
     });
@@ -165,7 +168,7 @@ export class Store {
       const old = this.keyById(oldId);
       if (!old) return undefined;
       const record: KeyRecord = { ...old, id: newId('key'), hash, prefix, status: 'active', createdAt: now, rotatedFrom: old.id };
-      this.keys.put(hash, record);
+      this.keys.put(hash, keyToRow(record));
       this.keyIds.put(record.id, hash);
       return record;
     });
@@ -177,7 +180,7 @@ export class Store {
       const key = this.keyById(id);
       if (!key) return undefined;
       const next = change(key);
-      this.keys.put(key.hash, next);
+      this.keys.put(key.hash, keyToRow(next));
       return next;
     });
   }
@@ -185,12 +188,12 @@ export class Store {
   /** Adds nUSD (credit) or tokens (token) to an account. */
   topUp(accountId: string, amount: number): Promise<Account | undefined> {
     return this.root.transaction(() => {
-      const acct = this.accounts.get(accountId);
+      const acct = this.account(accountId);
       if (!acct) return undefined;
       const next = acct.mode === 'credit'
         ? { ...acct, balanceNano: acct.balanceNano + amount }
         : { ...acct, budgetTokens: acct.budgetTokens + amount };
-      this.accounts.put(accountId, next);
+      this.accounts.put(accountId, accountToRow(next));
       return next;
     });
   }
@@ -291,24 +294,18 @@ export class Store {
     if (charge.nano !== 0 || charge.tokens !== 0) {
       const acct = this.accounts.get(key.account);
       if (acct) {
-        this.accounts.put(key.account, acct.mode === 'credit'
-          ? { ...acct, balanceNano: acct.balanceNano - charge.nano }
-          : { ...acct, usedTokens: acct.usedTokens + charge.tokens });
+        if (acct[0] === 0) acct[1] -= charge.nano;
+        else acct[3] += charge.tokens;
+        this.accounts.put(key.account, acct);
       }
     }
-    this.usage.put([key.id, usage.at, usage.requestId], usage);
-    const dayKey: [string, string] = [key.id, this.dayOf(usage.at)];
-    const totals = this.daily.get(dayKey) ?? { requests: 0, costNano: 0, tokens: 0, byModel: {} };
-    const perModel = totals.byModel[usage.model] ?? { requests: 0, costNano: 0, tokens: 0 };
+    this.usage.put([key.id, usage.at, usage.requestId], usageToRow(usage));
     // Tokens are counted for both kinds of key (what was used); cost is what was charged.
-    totals.requests += 1;
-    totals.costNano += charge.nano;
-    totals.tokens += usage.tokensCharged;
-    perModel.requests += 1;
-    perModel.costNano += charge.nano;
-    perModel.tokens += usage.tokensCharged;
-    totals.byModel[usage.model] = perModel;
-    this.daily.put(dayKey, totals);
+    const dayKey: [string, string, string] = [key.id, this.dayOf(usage.at), usage.model];
+    const day = this.daily.get(dayKey);
+    this.daily.put(dayKey, day === undefined
+      ? [1, charge.nano, usage.tokensCharged]
+      : [day[0] + 1, day[1] + charge.nano, day[2] + usage.tokensCharged]);
   }
 
   // ── models ──────────────────────────────────────────────────────────────
@@ -329,16 +326,24 @@ export class Store {
     const list: UsageRecord[] = [];
     for (const { key, value } of this.usage.getRange({ start, end: [keyId, -1, ''], reverse: true, limit: limit + 1 })) {
       if (before && key[1] === before[0] && key[2] === before[1]) continue;
-      list.push(value);
+      list.push(rowToUsage(value));
       if (list.length === limit) break;
     }
     return list;
   }
 
-  /** Daily totals of a key from `fromDay` to `toDay` inclusive ('YYYY-MM-DD'). */
+  /** Daily totals of a key from `fromDay` to `toDay` inclusive ('YYYY-MM-DD'), with the split by model. */
   dailyOf(keyId: string, fromDay: string, toDay: string): Map<string, DailyTotals> {
     const days = new Map<string, DailyTotals>();
-    for (const { key, value } of this.daily.getRange({ start: [keyId, fromDay], end: [keyId, `${toDay}~`] })) days.set(key[1], value);
+    for (const { key, value } of this.daily.getRange({ start: [keyId, fromDay, ''], end: [keyId, `${toDay}~`, ''] })) {
+      const [, day, model] = key;
+      let totals = days.get(day);
+      if (totals === undefined) days.set(day, (totals = { requests: 0, costNano: 0, tokens: 0, byModel: {} }));
+      totals.requests += value[0];
+      totals.costNano += value[1];
+      totals.tokens += value[2];
+      totals.byModel[model] = { requests: value[0], costNano: value[1], tokens: value[2] };
+    }
     return days;
   }
 }
