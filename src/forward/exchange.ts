@@ -132,10 +132,17 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     let flowing = true;
     if (!this.clientGone) {
       if (this.held !== null) flowing = this.hold(chunk);
-      else if (this.filter === null) flowing = this.res.write(chunk);
       else {
-        const out = this.filter.filter(chunk);
-        if (out !== undefined) flowing = this.res.write(out);
+        if (this.filter === null) flowing = this.res.write(chunk);
+        else {
+          const out = this.filter.filter(chunk);
+          if (out !== undefined) flowing = this.res.write(out);
+        }
+        // Node corks a response's socket on write and sends at the next tick, which would put
+        // the tap's parsing of this chunk before its delivery: send it now (measured: streamed
+        // time-to-first-byte +110 µs over the bare proxy without this, bench/run.ts).
+        const socket = this.res.socket;
+        if (socket !== null && socket.writableCorked > 0) socket.uncork();
       }
     }
     if (this.tap !== null) this.tap.write(chunk);
