@@ -6,6 +6,7 @@ import type { Account, KeyMode, KeyRecord } from '../store/types.js';
 import { keyState } from '../usage/api.js';
 import { configFrom, openStore, parse, table, UsageError, wholeNumber, type Options, type Parsed } from './common.js';
 import { parseExpiry, warnIfPast } from './expiry.js';
+import { KEYS_USAGE } from './usage-text.js';
 
 const KEY_OPTIONS: Options = {
   mode: { type: 'string' },
@@ -36,17 +37,6 @@ const ALLOWED: Record<string, string[]> = {
 };
 const TAKES_REF = new Set(['show', 'suspend', 'resume', 'topup', 'extend', 'set', 'rotate']);
 
-export const KEYS_USAGE = `tollgate keys create --mode credit --balance USD  [--models ID,ID…] [--rpm N] [--expires ISO-8601] [--name TEXT] [--json]
-tollgate keys create --mode token  --budget TOKENS [--models ID,ID…] [--rpm N] [--expires ISO-8601] [--name TEXT] [--json]
-tollgate keys list   [--json]
-tollgate keys show    KEY-REF [--json]
-tollgate keys suspend KEY-REF
-tollgate keys resume  KEY-REF
-tollgate keys topup   KEY-REF (--usd AMOUNT | --tokens N)
-tollgate keys extend  KEY-REF --expires ISO-8601|never
-tollgate keys set     KEY-REF [--models ID,ID…|--all-models] [--rpm N|--no-rpm] [--name TEXT]
-tollgate keys rotate  KEY-REF [--json]
-KEY-REF is a key's id (key_…) or its 12-character prefix (gw_live_ + 4).`;
 
 /** A key's id, or its display prefix when that names exactly one key. */
 export function resolveKeyRef(store: Store, ref: string): KeyRecord {

@@ -1,10 +1,8 @@
 #!/usr/bin/env node
 import { UsageError } from './common.js';
-import { demoCommand } from './demo.js';
-import { KEYS_USAGE, keysCommand } from './keys.js';
-import { MODELS_USAGE, modelsCommand } from './models.js';
-import { SERVE_USAGE, serveCommand } from './serve.js';
+import { KEYS_USAGE, MODELS_USAGE, SERVE_USAGE } from './usage-text.js';
 
+// Each command loads only its own modules: `tollgate keys …` does not load the server.
 const USAGE = `tollgate — a metering gateway for hosted language models
 
 ${SERVE_USAGE}
@@ -18,13 +16,13 @@ async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv;
   switch (command) {
     case 'serve':
-      return serveCommand(argv.slice(1));
+      return (await import('./serve.js')).serveCommand(argv.slice(1));
     case 'keys':
-      return keysCommand(sub, rest);
+      return (await import('./keys.js')).keysCommand(sub, rest);
     case 'models':
-      return modelsCommand(sub, rest);
+      return (await import('./models.js')).modelsCommand(sub, rest);
     case 'demo':
-      return demoCommand(argv.slice(1));
+      return (await import('./demo.js')).demoCommand(argv.slice(1));
     case undefined:
     case 'help':
     case '--help':

@@ -1,8 +1,5 @@
 import { configFrom, openStore, parse, table, UsageError } from './common.js';
-
-export const MODELS_USAGE = `tollgate models list  [--json]
-tollgate models enable  MODEL-ID
-tollgate models disable MODEL-ID`;
+import { MODELS_USAGE } from './usage-text.js';
 
 export async function modelsCommand(sub: string | undefined, args: string[]): Promise<void> {
   if (sub !== 'list' && sub !== 'enable' && sub !== 'disable') {

@@ -4,8 +4,7 @@ import { createGateway } from '../server.js';
 import { log } from '../log.js';
 import { configFrom, dataDirFrom, parse, UsageError, wholeNumber } from './common.js';
 import { Store } from '../store/lmdb.js';
-
-export const SERVE_USAGE = 'tollgate serve [--config FILE] [--host H] [--port N] [--data DIR] [--workers N]';
+import { SERVE_USAGE } from './usage-text.js';
 
 const SERVE_OPTIONS = {
   host: { type: 'string' },
