@@ -4,7 +4,7 @@
  * responses, messages, models) and with either carrier, and nothing reaches the provider.
  */
 import t from 'tap';
-import { startGateway, usageOf } from './helpers/harness.js';
+import { readReply, startGateway, usageOf } from './helpers/harness.js';
 
 const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 const RESPONSES = { model: 'gpt-4o-mini', input: 'hi' };
@@ -23,15 +23,8 @@ t.test('credit and token keys each answer on their own surface only', async (t) 
       init.body = JSON.stringify(body);
       (init.headers as Record<string, string>)['content-type'] = 'application/json';
     }
-    const res = await fetch(`${gw.base}${path}`, init);
-    const text = await res.text();
-    let json: any;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, code: json?.error?.code, json };
+    const { status, json } = await readReply(await fetch(`${gw.base}${path}`, init));
+    return { status, code: json?.error?.code, json };
   };
   const bearer = (key: string): Record<string, string> => ({ authorization: `Bearer ${key}` });
   const anthropic = (key: string): Record<string, string> => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' });

@@ -5,7 +5,7 @@
  * path does not stop it resolving, and is forwarded.
  */
 import t from 'tap';
-import { startGateway, usageOf } from './helpers/harness.js';
+import { readReply, startGateway, usageOf } from './helpers/harness.js';
 
 const CHAT = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
 
@@ -23,14 +23,8 @@ t.test('unknown endpoints', async (t) => {
       headers: withBody ? { ...headers, 'content-type': 'application/json' } : headers,
       ...(withBody ? { body: CHAT } : {}),
     });
-    const text = await res.text();
-    let json: any;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, json };
+    const { status, json } = await readReply(res);
+    return { status, json };
   };
 
   const credentials: Record<string, Record<string, string>> = {

@@ -145,12 +145,19 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
 }
 
 /** POST a JSON body with a bearer key; returns status, headers and text. */
-export async function post(url: string, key: string | null, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: any }> {
+export async function post(url: string, key: string | null, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
+  return readReply(res);
+}
+
+export interface Reply { status: number; headers: Headers; text: string; json: any }
+
+/** A response's status, headers, text, and the text parsed as JSON (undefined when it is not JSON). */
+export async function readReply(res: Response): Promise<Reply> {
   const text = await res.text();
   let json: any;
   try {
