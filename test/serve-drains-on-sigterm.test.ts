@@ -1,0 +1,26 @@
+import t from 'tap';
+import { post, startGateway } from './helpers/harness.js';
+
+// `tollgate serve` stops on SIGTERM by finishing what is in flight: a slow call that started
+// before the signal completes and is billed, new connections are refused, and the exit is 0.
+
+for (const workers of [1, 2]) {
+  t.test(`SIGTERM drains requests in flight, then exits 0 (workers: ${workers})`, async (t) => {
+    const gw = await startGateway(t, workers > 1 ? { workers } : {});
+    const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+    const slow = post(`${gw.base}/v1/chat/completions`, key, { model: 'gpt-4o-mini', messages: [], mock: { delayMs: 1500, inputTokens: 100, outputTokens: 10 } });
+    const stream = post(`${gw.base}/v1/messages`, key, { model: 'claude-haiku-4-5', max_tokens: 8, stream: true, messages: [], mock: { chunks: 10, chunkDelayMs: 120 } }, { 'anthropic-version': '2023-06-01' });
+    await new Promise((r) => setTimeout(r, 300));
+    gw.proc.kill('SIGTERM');
+    const [plain, streamed] = await Promise.all([slow, stream]);
+    t.equal(plain.status, 200, 'the plain call in flight completed');
+    t.equal(plain.json.usage.prompt_tokens, 100);
+    t.equal(streamed.status, 200);
+    t.match(streamed.text, /event: message_stop/, 'the stream in flight ran to its end');
+    t.equal(await gw.stop(), 0, 'exit code 0');
+    await t.rejects(fetch(`${gw.base}/v1/models`), 'no longer accepting connections');
+    // The records of both calls were committed before their responses ended.
+    const shown = await gw.cli(['keys', 'list', '--json']);
+    t.equal(JSON.parse(shown.stdout)[0].balanceUsd, ((1e9 - (100 * 150 + 10 * 600) - (11 * 1000 + 7 * 5000)) / 1e9).toFixed(6));
+  });
+}
