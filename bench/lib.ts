@@ -300,13 +300,23 @@ export interface Tollgate extends Server {
   key: string;
   /** Serving processes: the process itself, or the cluster workers. */
   workerPids: number[];
+  /** The LMDB environment's directory. */
+  dataDir: string;
+}
+
+export interface TollgateOptions {
+  /** Node flags placed before the CLI, such as --cpu-prof. */
+  nodeFlags?: string[];
+  /** The config's `limits` section (for example a larger `upstreamConnections`). */
+  limits?: Record<string, number>;
 }
 
 /**
  * A temporary config pointing both providers at the mock, a data directory, a credit key made
- * with the real CLI, and `tollgate serve` on port 0 (extra node flags such as --cpu-prof first).
+ * with the real CLI ($1,000,000 balance, no rpm limit), and `tollgate serve` on port 0.
  */
-export async function startTollgate(name: string, mockUrl: string, workers: number, nodeFlags: string[] = []): Promise<Tollgate> {
+export async function startTollgate(name: string, mockUrl: string, workers: number, options: TollgateOptions = {}): Promise<Tollgate> {
+  const { nodeFlags = [], limits } = options;
   const dir = tempDir('tollgate-bench-');
   const configFile = join(dir, 'tollgate.config.json');
   const dataDir = join(dir, 'data');
@@ -321,6 +331,7 @@ export async function startTollgate(name: string, mockUrl: string, workers: numb
       [MODEL]: { provider: 'openai', endpoints: ['chat', 'responses'], price: { input: 0.15, output: 0.6, cachedInput: 0.075 } },
       'claude-haiku-4-5': { provider: 'anthropic', endpoints: ['messages'], price: { input: 1, output: 5 } },
     },
+    ...(limits ? { limits } : {}),
   }, null, 2));
   const common = ['--config', configFile, '--data', dataDir];
   const created = JSON.parse(await runNode([CLI, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common])) as { key: string };
@@ -334,7 +345,7 @@ export async function startTollgate(name: string, mockUrl: string, workers: numb
     for (const pid of workerPids) trackPid(pid);
     if (workerPids.length !== workers) throw new Error(`${name}: expected ${workers} worker processes, found ${workerPids.length}`);
   }
-  return { ...server, key: created.key, workerPids };
+  return { ...server, key: created.key, workerPids, dataDir };
 }
 
 // ── load generation ──────────────────────────────────────────────────────────

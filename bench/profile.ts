@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const before = new Set(readdirSync(dir));
   process.stderr.write(`profile: ${machine()}\n`);
   const mock = await startMock();
-  const tollgate = await startTollgate('tollgate', mock.url, 1, ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${interval}`]);
+  const tollgate = await startTollgate('tollgate', mock.url, 1, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${interval}`] });
   const body = stream ? STREAM_BODY : PLAIN_BODY;
   process.stderr.write(`profile: warming up 2 s, then ${duration} s of ${stream ? 'streamed (20 chunks)' : 'non-streamed'} chat at c=${connections}\n`);
   await load(tollgate.url, CHAT_PATH, tollgate.key, body, connections, 2);

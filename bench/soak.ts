@@ -30,8 +30,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import {
-  CHAT_PATH, CLI, guardChildren, HOST, machine, MODEL, PLAIN_BODY, postJson, procStatus, runNode, spawnServer,
-  startMock, stopAll, tempDir, type Server,
+  CHAT_PATH, guardChildren, machine, MODEL, PLAIN_BODY, postJson, procStatus,
+  startMock, startTollgate, stopAll, type Server, type Tollgate,
 } from './lib.js';
 
 // ── settings ────────────────────────────────────────────────────────────────
@@ -77,7 +77,7 @@ const WARM_STREAM_BODY = JSON.stringify({
   mock: { chunks: STREAM_CHUNKS },
 });
 
-/** Prices written into the config, in USD per million tokens, and the same per token in nano-USD. */
+/** MODEL's prices in the harness's config (bench/lib.ts), in USD per million tokens, and the same per token in nano-USD. */
 const PRICE = { input: 0.15, output: 0.6 };
 const PRICE_NANO = { input: 150, output: 600 };
 
@@ -93,38 +93,15 @@ function check(ok: boolean, what: string): boolean {
 
 // ── processes ───────────────────────────────────────────────────────────────
 
-interface Gate extends Server {
-  key: string;
-  dataDir: string;
-}
+type Gate = Tollgate;
 
 /**
- * `tollgate serve` with a temporary config and data directory and a credit key made with the
- * real CLI ($1,000,000 balance, no rpm limit). The upstream pool is raised from its default of
- * 256 connections per provider so that every one of the concurrent streams of part 2 gets its
- * own upstream connection instead of queueing for a free one.
+ * `tollgate serve` as the main harness starts it (bench/lib.ts), with the upstream pool raised
+ * from its default of 256 connections per provider so that every one of the concurrent streams
+ * of part 2 gets its own upstream connection instead of queueing for a free one.
  */
-async function startGate(name: string, mockUrl: string): Promise<Gate> {
-  const dir = tempDir('tollgate-soak-');
-  const configFile = join(dir, 'tollgate.config.json');
-  const dataDir = join(dir, 'data');
-  writeFileSync(configFile, JSON.stringify({
-    server: { host: HOST, port: 0 },
-    providers: {
-      openai: { baseUrl: `${mockUrl}/v1`, auth: 'bearer', apiKeyEnv: 'OPENAI_API_KEY' },
-      anthropic: { baseUrl: `${mockUrl}/v1`, auth: 'x-api-key', apiKeyEnv: 'ANTHROPIC_API_KEY' },
-    },
-    catalogProvider: { openai: 'openai', anthropic: 'anthropic' },
-    models: {
-      [MODEL]: { provider: 'openai', endpoints: ['chat', 'responses'], price: { input: PRICE.input, output: PRICE.output } },
-    },
-    limits: { upstreamConnections: Math.max(256, settings.streams + 64) },
-  }, null, 2));
-  const common = ['--config', configFile, '--data', dataDir];
-  const created = JSON.parse(await runNode([CLI, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common])) as { key: string };
-  const env = { OPENAI_API_KEY: 'sk-bench-openai', ANTHROPIC_API_KEY: 'sk-bench-anthropic', TOLLGATE_QUIET: '1' };
-  const server = await spawnServer(name, [CLI, 'serve', ...common, '--host', HOST, '--port', '0'], env);
-  return { ...server, key: created.key, dataDir };
+function startGate(name: string, mockUrl: string): Promise<Gate> {
+  return startTollgate(name, mockUrl, 1, { limits: { upstreamConnections: Math.max(256, settings.streams + 64) } });
 }
 
 interface Mem {

@@ -93,14 +93,14 @@ t.test('--expires: a bare date means the end of that day, UTC', async (t) => {
   const k = await create(['--mode', 'credit', '--balance', '1', '--expires', '2031-05-17']);
   const show = await cli(['keys', 'show', k.id, '--json']);
   t.equal(show.code, 0);
-  t.equal(JSON.parse(show.stdout).expiresAt, '2031-05-18T00:00:00.000Z', 'the next midnight');
+  t.equal(JSON.parse(show.stdout).expiresAt, '2031-05-17T23:59:59.999Z', 'the last millisecond of that day');
   const end = await create(['--mode', 'credit', '--balance', '1', '--expires', '2031-12-31']);
-  t.equal(JSON.parse((await cli(['keys', 'show', end.id, '--json'])).stdout).expiresAt, '2032-01-01T00:00:00.000Z', 'across a year end');
+  t.equal(JSON.parse((await cli(['keys', 'show', end.id, '--json'])).stdout).expiresAt, '2031-12-31T23:59:59.999Z', 'at a year end');
   const exact = await create(['--mode', 'credit', '--balance', '1', '--expires', '2031-05-17T10:30:00Z']);
   t.equal(JSON.parse((await cli(['keys', 'show', exact.id, '--json'])).stdout).expiresAt, '2031-05-17T10:30:00.000Z', 'a date-time is taken as given');
   const ext = await cli(['keys', 'extend', k.id, '--expires', '2032-02-29']);
   t.equal(ext.code, 0);
-  t.equal(JSON.parse((await cli(['keys', 'show', k.id, '--json'])).stdout).expiresAt, '2032-03-01T00:00:00.000Z', 'extend reads it the same way');
+  t.equal(JSON.parse((await cli(['keys', 'show', k.id, '--json'])).stdout).expiresAt, '2032-02-29T23:59:59.999Z', 'extend reads it the same way');
 });
 
 t.test('a past --expires works (exit 0) but warns, and the key shows as expired', async (t) => {
@@ -111,7 +111,7 @@ t.test('a past --expires works (exit 0) but warns, and the key shows as expired'
   const k = JSON.parse(r.stdout);
   t.equal(k.state, 'expired');
   const show = JSON.parse((await cli(['keys', 'show', k.id, '--json'])).stdout);
-  t.equal(show.expiresAt, '2020-01-02T00:00:00.000Z');
+  t.equal(show.expiresAt, '2020-01-01T23:59:59.999Z');
   t.equal(show.state, 'expired');
   t.equal(show.status, 'active', 'expiry is not a status change');
 });

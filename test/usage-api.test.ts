@@ -36,7 +36,7 @@ t.test('a credit key: its fields and its requests, newest first', async (t) => {
     prefix: k.prefix,
     mode: 'credit',
     status: 'active',
-    expiresAt: '2031-01-02T00:00:00.000Z',
+    expiresAt: '2031-01-01T23:59:59.999Z',
     models: ['gpt-4o-mini', 'claude-sonnet-4-5'],
     rateLimitRpm: 100,
     balanceUsd: formatUsd(5_000_000_000 - cost1 - cost2),
@@ -105,7 +105,7 @@ t.test('suspended and expired keys can still read their usage; their API calls f
   t.equal(ecall.json.error.code, 'key_expired');
   const eu = await usageRaw(gw.base, { authorization: `Bearer ${e.key}` });
   t.equal(eu.status, 200, 'an expired key reads its usage');
-  t.equal(eu.json.key.expiresAt, '2020-07-01T00:00:00.000Z');
+  t.equal(eu.json.key.expiresAt, '2020-06-30T23:59:59.999Z');
   t.equal(eu.json.key.status, 'active');
   t.same(eu.json.requests, []);
 });

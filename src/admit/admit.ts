@@ -7,7 +7,8 @@ import type { Account, KeyMode, KeyRecord } from '../store/types.js';
  */
 export function keyRefusal(key: KeyRecord, surface: KeyMode, now: number): GatewayErrorCode | null {
   if (key.status !== 'active') return 'key_suspended';
-  if (key.expiresAt !== null && now >= key.expiresAt) return 'key_expired';
+  // "Past its expiry": the expiry instant itself is the key's last working moment.
+  if (key.expiresAt !== null && now > key.expiresAt) return 'key_expired';
   if (key.mode !== surface) return 'invalid_api_key';
   return null;
 }

@@ -16,7 +16,7 @@ export type KeyState = 'ok' | 'suspended' | 'expired' | 'insufficient_credit' | 
 
 export function keyState(key: KeyRecord, account: Account | undefined, now: number): KeyState {
   if (key.status !== 'active') return 'suspended';
-  if (key.expiresAt !== null && now >= key.expiresAt) return 'expired';
+  if (key.expiresAt !== null && now > key.expiresAt) return 'expired';
   return (fundsRefusal(account) as KeyState | null) ?? 'ok';
 }
 

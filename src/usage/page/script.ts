@@ -91,9 +91,8 @@ function longDate(iso) {
 /** When a key stops working: a key set to expire on a date stops at the end of that day (UTC). */
 function expiryText(iso) {
   const d = new Date(iso);
-  if (d.getUTCHours() + d.getUTCMinutes() + d.getUTCSeconds() + d.getUTCMilliseconds() === 0) {
-    const last = new Date(d.getTime() - 86400000);
-    return 'the end of ' + last.getUTCDate() + ' ' + MONTHS[last.getUTCMonth()] + ' ' + last.getUTCFullYear() + ' (UTC)';
+  if (d.getUTCHours() === 23 && d.getUTCMinutes() === 59 && d.getUTCSeconds() === 59 && d.getUTCMilliseconds() === 999) {
+    return 'the end of ' + d.getUTCDate() + ' ' + MONTHS[d.getUTCMonth()] + ' ' + d.getUTCFullYear() + ' (UTC)';
   }
   return longDate(iso);
 }
