@@ -173,6 +173,22 @@ export async function stopAll(graceMs = 5_000): Promise<void> {
   tempDirs.clear();
 }
 
+/**
+ * Runs a bench script's main to the end: every child stopped however it ends, the error (if
+ * any) on stderr, and exit code 1 when main threw or returned false.
+ */
+export async function runMain(name: string, main: () => Promise<boolean | void>): Promise<never> {
+  let ok = false;
+  try {
+    ok = (await main()) !== false;
+  } catch (err) {
+    process.stderr.write(`${name} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  } finally {
+    await stopAll();
+  }
+  process.exit(ok ? 0 : 1);
+}
+
 function killRemaining(): void {
   for (const proc of children) {
     try {

@@ -13,7 +13,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHAT_PATH, guardChildren, load, machine, PLAIN_BODY, startMock, startTollgate, stopAll, STREAM_BODY } from './lib.js';
+import { CHAT_PATH, guardChildren, load, machine, PLAIN_BODY, runMain, startMock, startTollgate, STREAM_BODY } from './lib.js';
 import { printReport } from './top-functions.js';
 
 const stream = process.argv.includes('--stream');
@@ -49,13 +49,5 @@ async function main(): Promise<void> {
   process.stdout.write(`profile file: ${file}\n${printReport(JSON.parse(readFileSync(file, 'utf8')), top, callersOf, fromUs, toUs)}\n`);
 }
 
-let failed = false;
-try {
-  await main();
-} catch (err) {
-  failed = true;
-  process.stderr.write(`profile failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
-} finally {
-  await stopAll();
-}
-process.exit(failed ? 1 : 0);
+await runMain('profile', main);
+

@@ -13,7 +13,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CHAT_PATH, cpuMs, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, startBareProxy,
-  startMock, startTollgate, stopAll, STREAM_BODY, StreamClient, type LoadResult,
+  runMain, startMock, startTollgate, STREAM_BODY, StreamClient, type LoadResult,
 } from './lib.js';
 
 // ── settings ────────────────────────────────────────────────────────────────
@@ -286,13 +286,5 @@ function report(targets: Target[], memory: { servingPeak: number; totalPeak: num
 
 // ── run ─────────────────────────────────────────────────────────────────────
 
-let failed = false;
-try {
-  await main();
-} catch (err) {
-  failed = true;
-  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
-} finally {
-  await stopAll();
-}
-process.exit(failed ? 1 : 0);
+await runMain('bench', main);
+

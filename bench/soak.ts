@@ -31,7 +31,7 @@ import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import {
   CHAT_PATH, guardChildren, machine, MODEL, PLAIN_BODY, postJson, procStatus,
-  startMock, startTollgate, stopAll, type Server, type Tollgate,
+  runMain, startMock, startTollgate, stopAll, type Server, type Tollgate,
 } from './lib.js';
 
 // ── settings ────────────────────────────────────────────────────────────────
@@ -646,7 +646,7 @@ function abbrev(n: number): string {
 
 // ── run ─────────────────────────────────────────────────────────────────────
 
-async function main(): Promise<void> {
+async function main(): Promise<boolean> {
   // Generous bound: 1,500 req/s would be a very slow box; the streams part takes ≈ 1 min.
   guardChildren(Math.max(600, (settings.runRequests ? settings.requests / 1_500 : 0) + (settings.runStreams ? 60 + 240 * settings.streamRounds : 0)) * 1000);
   const header = [
@@ -660,15 +660,8 @@ async function main(): Promise<void> {
   if (settings.runStreams) parts.push(renderStreams(await partStreams()));
   const verdict = failures.length === 0 ? 'all checks passed' : `FAILED:\n${failures.map((f) => `  ${f}`).join('\n')}`;
   process.stdout.write(`${[...header, '', ...parts.flatMap((p) => [p, '']), verdict].join('\n')}\n`);
+  return failures.length === 0;
 }
 
-let failed = false;
-try {
-  await main();
-} catch (err) {
-  failed = true;
-  process.stderr.write(`soak failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
-} finally {
-  await stopAll();
-}
-process.exit(failed || failures.length > 0 ? 1 : 0);
+await runMain('soak', main);
+
