@@ -73,3 +73,49 @@ t.test('a final event without its blank line still counts', async (t) => {
   feed(tap, Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}'), [10]);
   t.same(tap.usage, { input: 3, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 });
 });
+
+t.test('messages: a message_delta that sends null for counts it does not restate keeps message_start\'s input', async (t) => {
+  const stream = [
+    'event: message_start',
+    'data: {"type":"message_start","message":{"id":"m","usage":{"input_tokens":1000,"cache_creation_input_tokens":0,"cache_read_input_tokens":5000,"output_tokens":1}}}',
+    '',
+    'event: message_delta',
+    'data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":null,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":200}}',
+    '',
+    '',
+  ].join('\n');
+  const tap = new UsageTap(FORMATS.messages, true);
+  feed(tap, Buffer.from(stream), [100000]);
+  t.same(tap.usage, { input: 6000, cachedInput: 5000, cacheWrite: 0, output: 200, reasoning: 0 });
+});
+
+t.test('messages: a message_delta that restates input counts replaces them', async (t) => {
+  const stream = [
+    'event: message_start',
+    'data: {"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":0,"output_tokens":1}}}',
+    '',
+    'event: message_delta',
+    'data: {"type":"message_delta","usage":{"input_tokens":12,"cache_read_input_tokens":3,"output_tokens":9}}',
+    '',
+    '',
+  ].join('\n');
+  const tap = new UsageTap(FORMATS.messages, true);
+  feed(tap, Buffer.from(stream), [100000]);
+  t.same(tap.usage, { input: 15, cachedInput: 3, cacheWrite: 0, output: 9, reasoning: 0 });
+});
+
+t.test('chat stream: the usage chunk is read whatever the JSON spacing', async (t) => {
+  const stream = [
+    'data: {"id": "x", "choices": [{"index": 0, "delta": {"content": "hi"}}], "usage": null}',
+    '',
+    'data: {"id": "x", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14}}',
+    '',
+    'data: [DONE]',
+    '',
+    '',
+  ].join('\n');
+  const tap = new UsageTap(FORMATS.chat, true);
+  feed(tap, Buffer.from(stream), [5]);
+  t.same(tap.usage, { input: 10, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 });
+  t.equal(tap.outputText, 'hi', 'delta text found with spaces after the colon');
+});

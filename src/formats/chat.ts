@@ -1,6 +1,8 @@
 import { capturedString, count, isObject, type FormatAdapter, type Usage } from './types.js';
 
-const CONTENT = /"(?:content|arguments|refusal)":"((?:[^"\\]|\\.)*)"/;
+const CONTENT = /"(?:content|arguments|refusal)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
+/** A usage object (not `"usage":null`), whatever the provider's JSON spacing. */
+const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
 
 /** OpenAI Chat Completions: `usage.prompt_tokens` (cached inside), `completion_tokens` (reasoning inside). */
@@ -21,11 +23,11 @@ export const chat: FormatAdapter = {
   onEvent(state, event) {
     const data = event.data;
     // Only the final chunk carries a usage object (every other chunk has "usage":null or none),
-    // and an error arrives as {"error":…}; the substring tests keep JSON.parse off the hot path.
-    if (data.includes('"usage":{')) {
+    // and an error arrives as {"error":…}; the cheap tests keep JSON.parse off the hot path.
+    if (data.includes('"usage"') && USAGE_OBJECT.test(data)) {
       const usage = usageOf(parse(data)?.usage);
       if (usage) state.usage = usage;
-    } else if (data.startsWith('{"error"') || (data.includes('"error"') && isObject(parse(data)?.error))) {
+    } else if (data.includes('"error"') && isObject(parse(data)?.error)) {
       state.failure = 'upstream_stream_error';
     }
   },

@@ -1,7 +1,7 @@
 import { parseEventData } from './chat.js';
 import { capturedString, count, isObject, type FormatAdapter, type Usage } from './types.js';
 
-const DELTA = /"delta":"((?:[^"\\]|\\.)*)"/;
+const DELTA = /"delta"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 
 /** OpenAI Responses: `usage.input_tokens` (cached inside), `output_tokens` (reasoning inside). */
 function usageOf(u: unknown): Usage | undefined {
