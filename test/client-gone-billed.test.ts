@@ -61,3 +61,16 @@ t.test('when the grace period passes first, the provider is stopped and an estim
   const u = await usageOf(gw.base, key);
   t.equal(u.key.balanceNanoUsd, 1e9 - records.reduce((s: number, r: { costNanoUsd: number }) => s + r.costNanoUsd, 0));
 });
+
+t.test('when the grace period passes before the provider answers at all, the estimate is recorded with status 499, not 502', async (t) => {
+  const gw = await startGateway(t, {
+    config: (url) => ({ ...defaultConfig(url), limits: { clientGoneGraceMs: 300 } }),
+  });
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  // The provider would answer (an error) only after 2 s; the client leaves after 100 ms.
+  await postAndLeave(gw.base + formats[0]!.path, key, { ...formats[0]!.body, mock: { status: 400, delayMs: 2000 } }, 0, 100);
+  const record = await eventually(async () => (await usageOf(gw.base, key)).requests[0]);
+  t.match(record, { status: 499, clientGone: true, estimated: true, error: null, outputTokens: 0 });
+  t.ok(record.inputTokens > 0, 'input estimated from the request');
+  t.equal((await usageOf(gw.base, key)).key.balanceNanoUsd, 1e9 - record.costNanoUsd);
+});

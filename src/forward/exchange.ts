@@ -177,9 +177,13 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     this.clearGrace();
     const m = this.metering;
     if (this.graceExpired) {
-      // We stopped the provider ourselves, long after the client left: bill what we saw
-      // (a Messages stream's input usage is already final; its output is not).
-      if (m !== null) this.estimateAndCommit(m, Finish.Nothing);
+      // We stopped the provider ourselves, long after the client left. A provider error is
+      // never billed, however long its body took; otherwise bill what we saw (a Messages
+      // stream's input usage is already final; its output is not).
+      if (m === null) return;
+      if (this.headersReceived && this.status >= 300) {
+        this.commit(m, { usage: undefined, error: `upstream_status_${this.status}`, estimated: false }, Finish.Nothing);
+      } else this.estimateAndCommit(m, Finish.Nothing);
       return;
     }
     // Nothing came back (the provider could not be reached, or never answered), or the
@@ -280,6 +284,15 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     return this.upstreamRequestId ?? this.requestId;
   }
 
+  /**
+   * The status recorded for a call the provider never answered: 502 when it could not be
+   * reached (what the client was told); 499, "client closed request", when the client left and
+   * the grace period ran out before any answer, so the provider was stopped.
+   */
+  private statusWithoutAnswer(o: Outcome): number {
+    return this.clientGone && o.error !== 'upstream_unavailable' ? CLIENT_CLOSED_REQUEST : 502;
+  }
+
   private estimateAndCommit(m: Metering, finish: Finish): void {
     const tap = this.tap;
     estimateUsage(tap?.usage, m.requestBody, { stream: tap?.stream ?? m.requestedStream, text: tap?.outputText ?? '', chars: tap?.outputChars ?? 0, bytesSeen: tap?.bytesSeen ?? 0 })
@@ -303,7 +316,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       endpoint: m.format.endpoint,
       model: m.model.id,
       stream: this.headersReceived ? this.streamed : m.requestedStream,
-      status: this.headersReceived ? this.status : 502,
+      status: this.headersReceived ? this.status : this.statusWithoutAnswer(o),
       inputTokens: u?.input ?? 0,
       outputTokens: u?.output ?? 0,
       cachedInputTokens: u?.cachedInput ?? 0,
@@ -320,3 +333,4 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
 }
 
 const NO_CHARGE = { nano: 0, tokens: 0 };
+const CLIENT_CLOSED_REQUEST = 499;
