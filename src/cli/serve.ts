@@ -64,11 +64,16 @@ export async function serveCommand(args: string[]): Promise<void> {
   if (cluster.isWorker) process.on('disconnect', stop);
 }
 
+/** More unexpected worker exits than this within a minute, and the primary gives up (exit 1). */
+const RESTARTS_PER_MINUTE = 10;
+
 function runPrimary(workers: number): Promise<void> {
   return new Promise((resolve) => {
     let listening = 0;
     let announced = false;
     let stopping = false;
+    let exitCode = 0;
+    const exits: number[] = [];
     for (let i = 0; i < workers; i++) cluster.fork();
     cluster.on('message', (_worker, message: { listening?: string }) => {
       if (message?.listening && ++listening === workers && !announced) {
@@ -76,23 +81,34 @@ function runPrimary(workers: number): Promise<void> {
         process.stdout.write(`tollgate listening on ${message.listening} (${workers} workers)\n`);
       }
     });
-    cluster.on('exit', (worker, code, signal) => {
-      if (!stopping) {
-        log('error', 'worker_exited', { pid: worker.process.pid, code, signal });
-        // A worker that died unexpectedly is replaced so the gateway keeps its capacity.
-        cluster.fork();
-        return;
-      }
-      if (Object.keys(cluster.workers ?? {}).length === 0) {
-        resolve();
-        process.exit(0);
-      }
-    });
     const stop = (): void => {
       if (stopping) return;
       stopping = true;
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+      exitWhenAllGone();
     };
+    const exitWhenAllGone = (): void => {
+      if (Object.keys(cluster.workers ?? {}).length > 0) return;
+      resolve();
+      process.exit(exitCode);
+    };
+    const giveUp = (why: string): void => {
+      exitCode = 1;
+      process.stderr.write(`tollgate: ${why}\n`);
+      stop();
+    };
+    cluster.on('exit', (worker, code, signal) => {
+      if (stopping) return exitWhenAllGone();
+      log('error', 'worker_exited', { pid: worker.process.pid, code, signal });
+      // A worker that cannot start (port taken, data directory unusable) would fail again.
+      if (!announced) return giveUp('a worker exited before the gateway was listening; stopping');
+      const now = Date.now();
+      exits.push(now);
+      while (exits[0]! < now - 60_000) exits.shift();
+      if (exits.length > RESTARTS_PER_MINUTE) return giveUp(`workers exited ${exits.length} times within a minute; stopping`);
+      // A worker that died unexpectedly is replaced so the gateway keeps its capacity.
+      cluster.fork();
+    });
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
