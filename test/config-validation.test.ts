@@ -4,7 +4,7 @@
  * come from: the flag wins over the environment variable, which wins over the file.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,30 +137,35 @@ t.test('port and data directory: flag > environment > file', async (t) => {
   const flagData = join(dir, 'from-flag');
   const file = configWith((c) => {
     c.server = { host: '127.0.0.1', port: filePort };
-    c.dataDir = './from-file'; // relative to the config file
+    c.dataDir = './from-file'; // relative to the working directory, like --data
   });
+  // The file sits in a directory of its own, so "relative to the file" would be another place.
+  mkdirSync(join(dir, 'conf'), { recursive: true });
+  const fileElsewhere = join(dir, 'conf', 'tollgate.json');
+  renameSync(file, fileElsewhere);
 
-  const fromFile = await serve(['--config', file]);
+  const fromFile = await serve(['--config', fileElsewhere]);
   t.equal(fromFile.code, 0, fromFile.stderr);
   t.equal(portOf(fromFile.listening), filePort, 'the file\'s port when nothing overrides it');
-  t.ok(existsSync(join(fileData, 'data.mdb')), 'the file\'s dataDir, relative to the file');
+  t.ok(existsSync(join(fileData, 'data.mdb')), 'the file\'s dataDir, relative to the working directory');
+  t.notOk(existsSync(join(dir, 'conf', 'from-file')), 'not relative to the config file');
 
   const blockFile = await occupy(filePort);
   t.teardown(() => blockFile.close());
-  const fromEnv = await serve(['--config', file], { TOLLGATE_PORT: String(envPort), TOLLGATE_DATA_DIR: envData });
+  const fromEnv = await serve(['--config', fileElsewhere], { TOLLGATE_PORT: String(envPort), TOLLGATE_DATA_DIR: envData });
   t.equal(fromEnv.code, 0, fromEnv.stderr);
   t.equal(portOf(fromEnv.listening), envPort, 'TOLLGATE_PORT beats the file');
   t.ok(existsSync(join(envData, 'data.mdb')), 'TOLLGATE_DATA_DIR beats the file');
 
   const blockEnv = await occupy(envPort);
   t.teardown(() => blockEnv.close());
-  const fromFlag = await serve(['--config', file, '--port', '0', '--data', flagData], { TOLLGATE_PORT: String(envPort), TOLLGATE_DATA_DIR: envData });
+  const fromFlag = await serve(['--config', fileElsewhere, '--port', '0', '--data', flagData], { TOLLGATE_PORT: String(envPort), TOLLGATE_DATA_DIR: envData });
   t.equal(fromFlag.code, 0, fromFlag.stderr);
   const port = portOf(fromFlag.listening);
   t.ok(port > 0 && port !== envPort && port !== filePort, '--port 0 beats TOLLGATE_PORT: a fresh port');
   t.ok(existsSync(join(flagData, 'data.mdb')), '--data beats TOLLGATE_DATA_DIR');
 
-  const badEnv = await serve(['--config', file], { TOLLGATE_PORT: 'eighty' });
+  const badEnv = await serve(['--config', fileElsewhere], { TOLLGATE_PORT: 'eighty' });
   t.equal(badEnv.code, 2, 'a bad TOLLGATE_PORT is bad usage');
   t.equal(badEnv.listening, null);
 });
@@ -174,4 +179,16 @@ t.test('TOLLGATE_CONFIG names the file; --config beats it', async (t) => {
   const viaFlag = await serve(['--config', good, '--data', data, '--port', '0'], { TOLLGATE_CONFIG: bad });
   t.equal(viaFlag.code, 0, viaFlag.stderr);
   t.not(viaFlag.listening, null, '--config wins');
+});
+
+t.test('a config file without dataDir keeps its data in ./data of the working directory', async (t) => {
+  const cwd = join(dir, 'workdir');
+  mkdirSync(join(dir, 'elsewhere'), { recursive: true });
+  mkdirSync(cwd, { recursive: true });
+  const file = join(dir, 'elsewhere', 'tollgate.json');
+  renameSync(configWith(() => {}), file);
+  const served = await serve(['--config', file, '--port', '0'], {}, cwd);
+  t.equal(served.code, 0, served.stderr);
+  t.ok(existsSync(join(cwd, 'data', 'data.mdb')), './data under the working directory');
+  t.notOk(existsSync(join(dir, 'elsewhere', 'data')), 'not beside the config file');
 });

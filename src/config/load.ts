@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { pricePerTokenNano } from '../money.js';
 import { DEFAULT_CONFIG } from './defaults.js';
 import { ENDPOINTS, type Config, type Endpoint, type Limits, type Model, type Provider, type RawConfig } from './types.js';
@@ -150,8 +150,9 @@ export function compileConfig(raw: Json, file: string | null): Config {
     if (s.host !== undefined) host = string(s.host, 'server.host');
     if (s.port !== undefined) port = integer(s.port, 'server.port', 0, 65535);
   }
-  const baseDir = file ? dirname(file) : process.cwd();
-  const dataDir = resolve(baseDir, c.dataDir === undefined ? './data' : string(c.dataDir, 'dataDir'));
+  // Relative to the working directory, like every other path the CLI takes, so that the
+  // default and the documented `"dataDir": "./data"` are the same directory.
+  const dataDir = resolve(c.dataDir === undefined ? './data' : string(c.dataDir, 'dataDir'));
 
   const providers = new Map<string, Provider>();
   for (const [name, p] of Object.entries(object(c.providers, 'providers'))) providers.set(name, compileProvider(name, p));
