@@ -48,8 +48,9 @@ export type AdmitListener = (retryAfter: number) => void;
  * Reads are synchronous and see the latest committed state as of the current event turn
  * (lmdb-js renews its read transaction every turn), so a change written by `tollgate keys …` in
  * another process is obeyed on the next request without any cache to invalidate.
- * Every read-modify-write runs inside `transaction()`, which holds LMDB's single write lock
- * across processes: exact under cluster workers and concurrent CLI commands.
+ * Every read-modify-write runs inside a synchronous transaction (`transactionSync`), which holds
+ * LMDB's single write lock across processes: exact under cluster workers and concurrent CLI
+ * commands.
  */
 export class Store {
   private admits: Array<[string, number, number, AdmitListener]> = [];
@@ -90,7 +91,11 @@ export class Store {
    */
   static open(dataDir: string, options: StoreOptions = {}): Store {
     mkdirSync(dataDir, { recursive: true });
-    const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync === 'interval' });
+    // Every process opens the environment with the same flags (lmdb-js would otherwise turn on
+    // overlappingSync in a process that does not ask for noSync, i.e. the CLI), and every write
+    // is a synchronous transaction: with several processes writing at once (a running server,
+    // parallel \`tollgate keys\` commands), LMDB's own write lock is then the only ordering.
+    const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync === 'interval', overlappingSync: false });
     return new Store(
       options,
       root,
@@ -109,6 +114,21 @@ export class Store {
     if (this.flushTimer !== null) clearInterval(this.flushTimer);
     await new Promise<void>((resolve) => this.syncToDisk(() => resolve()));
     await this.root.close();
+  }
+
+  /**
+   * An issuer change (CLI): one synchronous transaction, on disk when it returns (the CLI opens
+   * without noSync). Synchronous rather than lmdb-js's batched async writes on its write thread:
+   * with async writes (and overlappingSync in the CLI), parallel `keys create` commands next to a
+   * running server were seen, under heavy load, to fail with MDB_BAD_TXN or lose a key; the
+   * plain write lock leaves nothing to interleave (test/cli-concurrent-writes.test.ts).
+   */
+  private writeNow<T>(change: () => T): Promise<T> {
+    try {
+      return Promise.resolve(this.root.transactionSync(change));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   // ── keys ────────────────────────────────────────────────────────────────
@@ -153,7 +173,7 @@ export class Store {
     const account: Account = fields.mode === 'credit'
       ? { mode: 'credit', balanceNano: fields.amount, budgetTokens: 0, usedTokens: 0 }
       : { mode: 'token', balanceNano: 0, budgetTokens: fields.amount, usedTokens: 0 };
-    return this.root.transaction(() => {
+    return this.writeNow(() => {
       if (this.keys.get(record.hash) !== undefined) throw new Error('a key with this secret already exists');
       this.accounts.put(record.account, accountToRow(account));
       this.keys.put(record.hash, keyToRow(record));
@@ -164,7 +184,7 @@ export class Store {
 
   /** A new key with its own id and the same settings, drawing on the same account. */
   rotateKey(oldId: string, hash: string, prefix: string, now = Date.now()): Promise<KeyRecord | undefined> {
-    return this.root.transaction(() => {
+    return this.writeNow(() => {
       const old = this.keyById(oldId);
       if (!old) return undefined;
       const record: KeyRecord = { ...old, id: newId('key'), hash, prefix, status: 'active', createdAt: now, rotatedFrom: old.id };
@@ -176,7 +196,7 @@ export class Store {
 
   /** Applies `change` to a key atomically; resolves to the new record (undefined if no such key). */
   updateKey(id: string, change: (key: KeyRecord) => KeyRecord): Promise<KeyRecord | undefined> {
-    return this.root.transaction(() => {
+    return this.writeNow(() => {
       const key = this.keyById(id);
       if (!key) return undefined;
       const next = change(key);
@@ -187,7 +207,7 @@ export class Store {
 
   /** Adds nUSD (credit) or tokens (token) to an account. */
   topUp(accountId: string, amount: number): Promise<Account | undefined> {
-    return this.root.transaction(() => {
+    return this.writeNow(() => {
       const acct = this.account(accountId);
       if (!acct) return undefined;
       const next = acct.mode === 'credit'
@@ -346,7 +366,10 @@ export class Store {
   }
 
   setModelSwitch(id: string, enabled: boolean): Promise<boolean> {
-    return this.modelSwitches.put(id, enabled);
+    return this.writeNow(() => {
+      void this.modelSwitches.put(id, enabled);
+      return true;
+    });
   }
 
   // ── usage ───────────────────────────────────────────────────────────────
