@@ -86,22 +86,22 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const path = q === -1 ? url : url.slice(0, q);
     const query = q === -1 ? '' : url.slice(q);
     const method = req.method ?? 'GET';
+    const requestId = nextRequestId();
     if (method === 'OPTIONS') {
-      res.writeHead(204, PREFLIGHT_RESPONSE_HEADERS as string[]);
+      res.writeHead(204, [...PREFLIGHT_RESPONSE_HEADERS, 'x-request-id', requestId]);
       res.end();
       return;
     }
-    const requestId = nextRequestId();
     // 1. The path resolves (before any credential is looked at).
     const route = routes.find(method, path);
     if (route === undefined) return sendError(res, 'unknown_endpoint', requestId);
-    if (route.kind === 'usage-page') return serveUsagePage(res);
+    if (route.kind === 'usage-page') return serveUsagePage(res, requestId);
     // 2. A credential is present; 3. the key is known.
     const credential = credentialOf(req.headers);
     if (credential === undefined) return sendError(res, 'missing_api_key', requestId);
     const key = isWellFormedKey(credential) ? store.keyByHash(hashKey(credential)) : undefined;
     if (key === undefined) return sendError(res, 'invalid_api_key', requestId);
-    if (route.kind === 'usage-api') return serveUsageApi(res, store, key, query);
+    if (route.kind === 'usage-api') return serveUsageApi(res, store, key, query, requestId);
     // 4. Usable (status, expiry); 5. right surface.
     const now = Date.now();
     const refusal = keyRefusal(key, route.surface!, now);

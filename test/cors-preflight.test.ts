@@ -37,6 +37,7 @@ t.test('CORS', async (t) => {
         t.equal(res.status, 204, `${path} (${asked}): 204`);
         t.equal(body, '', `${path}: no body`);
         t.equal(res.headers.get('access-control-allow-origin'), '*', `${path}: any origin`);
+        t.match(res.headers.get('x-request-id'), /\S/, `${path}: carries x-request-id`);
         const methods = list(res.headers.get('access-control-allow-methods')).map((m) => m.toUpperCase());
         for (const m of ['GET', 'POST', 'DELETE', 'OPTIONS']) t.ok(methods.includes(m), `${path}: allows ${m}`);
         t.same(list(res.headers.get('access-control-allow-headers')).sort(), [...SPEC_HEADERS].sort(), `${path}: exactly the spec's headers`);

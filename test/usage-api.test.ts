@@ -28,6 +28,7 @@ t.test('a credit key: its fields and its requests, newest first', async (t) => {
   const res = await usageRaw(gw.base, { authorization: `Bearer ${k.key}` });
   t.equal(res.status, 200);
   t.equal(res.headers.get('cache-control'), 'no-store');
+  t.match(res.headers.get('x-request-id'), /\S/, 'carries x-request-id');
   t.match(res.headers.get('content-type'), /^application\/json/);
   const u = res.json;
   const cost1 = 12 * 150 + 34 * 600;
@@ -134,6 +135,9 @@ t.test('paging: limit and the nextBefore cursor; bad paging parameters are 400',
   const everything = await usageOf(gw.base, k.key);
   t.equal(everything.requests.length, 7);
   t.equal(everything.nextBefore, null, 'no more pages');
+  const exact = await usageOf(gw.base, k.key, '?limit=7');
+  t.equal(exact.requests.length, 7);
+  t.equal(exact.nextBefore, null, 'a page that ends exactly at the oldest record has no cursor');
   t.same(everything.requests.map((r: any) => r.outputTokens), [7, 6, 5, 4, 3, 2, 1], 'newest first');
 
   const seen: number[] = [];
@@ -157,6 +161,8 @@ t.test('paging: limit and the nextBefore cursor; bad paging parameters are 400',
     const bad = await usageRaw(gw.base, { authorization: `Bearer ${k.key}` }, q);
     t.equal(bad.status, 400, `${q}: 400`);
     t.equal(bad.json.error.type, 'invalid_request_error');
+    t.equal(bad.json.error.code, 'invalid_query');
+    t.match(bad.headers.get('x-request-id'), /\S/, `${q}: carries x-request-id`);
   }
 });
 

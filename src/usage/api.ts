@@ -78,8 +78,8 @@ function decodeCursor(cursor: string): [number, string] | undefined {
   return dot > 0 && Number.isSafeInteger(at) ? [at, text.slice(dot + 1)] : undefined;
 }
 
-function badQuery(res: ServerResponse, message: string): void {
-  res.writeHead(400, USAGE_HEADERS);
+function badQuery(res: ServerResponse, requestId: string, message: string): void {
+  res.writeHead(400, [...USAGE_HEADERS, 'x-request-id', requestId]);
   res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: 'invalid_query', param: null } }));
 }
 
@@ -88,21 +88,24 @@ function badQuery(res: ServerResponse, message: string): void {
  * `before`), and per-day totals for the last `days` days (default 30) with a split by model.
  * Suspended and expired keys may read their own usage.
  */
-export function serveUsageApi(res: ServerResponse, store: Store, key: KeyRecord, query: string, now = Date.now()): void {
+export function serveUsageApi(res: ServerResponse, store: Store, key: KeyRecord, query: string, requestId: string, now = Date.now()): void {
   const params = new URLSearchParams(query);
   const limitText = params.get('limit');
   const limit = limitText === null ? DEFAULT_PAGE : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) return badQuery(res, `limit must be an integer from 1 to ${MAX_PAGE}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) return badQuery(res, requestId, `limit must be an integer from 1 to ${MAX_PAGE}`);
   const beforeText = params.get('before');
   const before = beforeText === null ? undefined : decodeCursor(beforeText);
-  if (beforeText !== null && before === undefined) return badQuery(res, 'before must be a cursor returned as nextBefore');
+  if (beforeText !== null && before === undefined) return badQuery(res, requestId, 'before must be a cursor returned as nextBefore');
   const daysText = params.get('days');
   const days = daysText === null ? 30 : Number(daysText);
-  if (!Number.isInteger(days) || days < 1 || days > 366) return badQuery(res, 'days must be an integer from 1 to 366');
+  if (!Number.isInteger(days) || days < 1 || days > 366) return badQuery(res, requestId, 'days must be an integer from 1 to 366');
 
   const account = store.account(key.account);
-  const records = store.usageOf(key.id, limit, before);
-  const last = records.length === limit ? records[records.length - 1] : undefined;
+  // One more than asked: a cursor is returned only when another page really exists.
+  const records = store.usageOf(key.id, limit + 1, before);
+  const more = records.length > limit;
+  if (more) records.length = limit;
+  const last = more ? records[limit - 1] : undefined;
 
   const today = Math.floor(now / DAY_MS) * DAY_MS;
   const from = new Date(today - (days - 1) * DAY_MS).toISOString().slice(0, 10);
@@ -122,7 +125,7 @@ export function serveUsageApi(res: ServerResponse, store: Store, key: KeyRecord,
     });
   }
 
-  res.writeHead(200, USAGE_HEADERS);
+  res.writeHead(200, [...USAGE_HEADERS, 'x-request-id', requestId]);
   res.end(JSON.stringify({
     key: keyView(key, account, now),
     requests: records.map(requestView),

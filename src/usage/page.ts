@@ -60,7 +60,7 @@ const HEADERS = [
 ];
 
 /** GET /usage: the public usage checker page. */
-export function serveUsagePage(res: ServerResponse): void {
-  res.writeHead(200, HEADERS);
+export function serveUsagePage(res: ServerResponse, requestId: string): void {
+  res.writeHead(200, [...HEADERS, 'x-request-id', requestId]);
   res.end(PAGE);
 }
