@@ -136,6 +136,8 @@ t.test('bad usage: exit 2, one line on stderr, nothing on stdout', async (t) => 
     ['token with --balance', ['keys', 'create', '--mode', 'token', '--balance', '1']],
     ['--balance abc', ['keys', 'create', '--mode', 'credit', '--balance', 'abc']],
     ['--balance -1', ['keys', 'create', '--mode', 'credit', '--balance', '-1']],
+    ['--budget -3', ['keys', 'create', '--mode', 'token', '--budget', '-3']],
+    ['topup --usd -1', ['keys', 'topup', credit.id, '--usd', '-1']],
     ['--balance 1e3', ['keys', 'create', '--mode', 'credit', '--balance', '1e3']],
     ['--rpm abc', ['keys', 'create', '--mode', 'credit', '--balance', '1', '--rpm', 'abc']],
     ['--rpm 0', ['keys', 'create', '--mode', 'credit', '--balance', '1', '--rpm', '0']],
@@ -168,7 +170,16 @@ t.test('bad usage: exit 2, one line on stderr, nothing on stdout', async (t) => 
     t.equal(r.stdout, '', `${name}: nothing on stdout`);
     t.match(r.stderr, /^[^\n]+\n$/, `${name}: exactly one line on stderr (${JSON.stringify(r.stderr)})`);
     if (args.includes(credit.key)) t.notOk(r.stderr.includes(credit.key), `${name}: the key is not echoed back`);
+    const flag = args.find((a, j) => a.startsWith('--') && /^-\d/.test(args[j + 1] ?? ''));
+    if (flag !== undefined) t.match(r.stderr, flag, `${name}: the reason names ${flag}, not an "ambiguous" option`);
   });
+
+  const bare = await runCli([]);
+  t.equal(bare.code, 2, 'no command at all: exit 2');
+  t.match(bare.stderr, /^tollgate: a command is needed[^\n]*\n$/, 'with one line saying so');
+  const help = await runCli(['help']);
+  t.equal(help.code, 0, 'tollgate help: exit 0');
+  t.match(help.stdout, /tollgate keys create/);
 
   const after = JSON.parse((await cli(['keys', 'list', '--json'])).stdout);
   t.same(after, before, 'no bad command changed anything');

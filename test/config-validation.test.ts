@@ -167,6 +167,7 @@ t.test('port and data directory: flag > environment > file', async (t) => {
 
   const badEnv = await serve(['--config', fileElsewhere], { TOLLGATE_PORT: 'eighty' });
   t.equal(badEnv.code, 2, 'a bad TOLLGATE_PORT is bad usage');
+  t.match(badEnv.stderr, /TOLLGATE_PORT/, 'and the reason names the variable');
   t.equal(badEnv.listening, null);
 });
 

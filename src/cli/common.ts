@@ -22,14 +22,32 @@ export interface Parsed {
 }
 
 export function parse(args: string[], options: Options, positionals: number): Parsed {
+  const all = { ...COMMON_OPTIONS, ...options };
   let parsed;
   try {
-    parsed = parseArgs({ args, options: { ...COMMON_OPTIONS, ...options }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: negativeValuesJoined(args, all), options: all, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UsageError((err as Error).message.split('\n')[0]!.replace(/\. To specify a positional.*$/, ''));
   }
   if (parsed.positionals.length > positionals) throw new UsageError(`unexpected argument '${parsed.positionals[positionals]}'`);
   return { values: parsed.values as Parsed['values'], positionals: parsed.positionals };
+}
+
+/**
+ * `--balance -1` as `--balance=-1`: parseArgs would take `-1` for an option and report the flag
+ * as "ambiguous"; joined, the flag's own check says what is wrong with the value.
+ */
+function negativeValuesJoined(args: string[], options: Options): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const next = args[i + 1];
+    if (arg.startsWith('--') && options[arg.slice(2)]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
 }
 
 /** The configuration: --config, else TOLLGATE_CONFIG, else ./tollgate.config.json, else built-in defaults. */

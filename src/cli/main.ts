@@ -24,6 +24,7 @@ async function main(argv: string[]): Promise<void> {
     case 'demo':
       return (await import('./demo.js')).demoCommand(argv.slice(1));
     case undefined:
+      throw new UsageError('a command is needed: serve, keys, models or demo (try: tollgate help)');
     case 'help':
     case '--help':
     case '-h':

@@ -27,7 +27,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   const config = configFrom(values);
   const host = (values.host as string | undefined) ?? (process.env.TOLLGATE_HOST || config.host);
   const portText = (values.port as string | undefined) ?? (process.env.TOLLGATE_PORT || undefined);
-  const port = portText === undefined ? config.port : wholeNumber(portText, '--port', 0, 65535);
+  const port = portText === undefined ? config.port : wholeNumber(portText, values.port === undefined ? 'TOLLGATE_PORT' : '--port', 0, 65535);
   const workers = values.workers === undefined ? 1 : wholeNumber(values.workers, '--workers', 1, 256);
   const dataDir = dataDirFrom(values, config);
   if (host.length === 0) throw new UsageError('--host must not be empty');
