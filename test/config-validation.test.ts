@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { CLI, defaultConfig, PROVIDER_ENV } from './helpers/harness.js';
+import { CLI, defaultConfig, PROVIDER_ENV, runCli } from './helpers/harness.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -192,4 +192,17 @@ t.test('a config file without dataDir keeps its data in ./data of the working di
   t.equal(served.code, 0, served.stderr);
   t.ok(existsSync(join(cwd, 'data', 'data.mdb')), './data under the working directory');
   t.notOk(existsSync(join(dir, 'elsewhere', 'data')), 'not beside the config file');
+});
+
+t.test('a file that sets only some sections keeps the built-in defaults for the rest', async (t) => {
+  const file = join(dir, 'only-port.json');
+  const port = await freePort();
+  writeFileSync(file, JSON.stringify({ server: { host: '127.0.0.1', port } }));
+  const served = await serve(['--config', file, '--data', data]);
+  t.equal(served.code, 0, served.stderr);
+  t.equal(portOf(served.listening), port, 'the port from the file');
+  const listed = await runCli(['models', 'list', '--json', '--config', file, '--data', data]);
+  t.equal(listed.code, 0, listed.stderr);
+  const ids = (JSON.parse(listed.stdout) as Array<{ id: string }>).map((m) => m.id);
+  t.ok(ids.includes('gpt-4o-mini') && ids.some((id) => id.startsWith('claude-')), 'the default catalogue');
 });
