@@ -66,7 +66,8 @@ export async function demoCommand(args: string[]): Promise<void> {
     }
     const record = store.usageOf(key.id, 20).find((r) => r.requestId === requestId);
     const cost = record?.costNano === null || record === undefined ? `${record?.tokensCharged ?? 0} tokens` : `$${formatUsd(record.costNano)}`;
-    out(`  ${label.padEnd(44)} → ${res.status}  ${String(record?.inputTokens ?? 0).padStart(5)} in ${String(record?.outputTokens ?? 0).padStart(5)} out  charged ${cost.padEnd(12)} ${left(key)}`);
+    const cached = record?.cachedInputTokens ? ` (${record.cachedInputTokens} cached)` : '';
+    out(`  ${label.padEnd(44)} → ${res.status}  ${String(record?.inputTokens ?? 0).padStart(5)} in${cached.padEnd(14)} ${String(record?.outputTokens ?? 0).padStart(5)} out  charged ${cost.padEnd(12)} ${left(key)}`);
   };
 
   try {
