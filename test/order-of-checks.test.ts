@@ -76,25 +76,28 @@ t.test('the eleven checks, one failure removed at a time', async (t) => {
 t.test('when two adjacent checks fail, the earlier one wins', async (t) => {
   const gw: Harness = await startGateway(t);
   const base = gw.base;
-  const create = (args: string[]) => gw.createKey(args);
-  // Keys are made up front, in parallel (the CLI works against the running server's data).
-  const [credit, token, suspendedBroke, suspendedExpired, expiredCredit, expiredToken, broke, spent, tokenRate, creditRate, limited, allowlisted] = await Promise.all([
-    create(['--mode', 'credit', '--balance', '1']),
-    create(['--mode', 'token', '--budget', '1000']),
-    create(['--mode', 'credit', '--balance', '0']),
-    create(['--mode', 'credit', '--balance', '1', '--expires', '2020-01-01T00:00:00Z']),
-    create(['--mode', 'credit', '--balance', '1', '--expires', '2020-01-01']),
-    create(['--mode', 'token', '--budget', '1000', '--expires', '2020-01-01']),
-    create(['--mode', 'credit', '--balance', '0']),
-    create(['--mode', 'token', '--budget', '0']),
+  // Keys are made up front, one command after another, against the running server's data
+  // (parallel CLI writers are test/cli-concurrent-writes.test.ts's subject).
+  const specs: string[][] = [
+    ['--mode', 'credit', '--balance', '1'],
+    ['--mode', 'token', '--budget', '1000'],
+    ['--mode', 'credit', '--balance', '0'],
+    ['--mode', 'credit', '--balance', '1', '--expires', '2020-01-01T00:00:00Z'],
+    ['--mode', 'credit', '--balance', '1', '--expires', '2020-01-01'],
+    ['--mode', 'token', '--budget', '1000', '--expires', '2020-01-01'],
+    ['--mode', 'credit', '--balance', '0'],
+    ['--mode', 'token', '--budget', '0'],
     // One call (the only one --rpm 1 allows) uses up the whole budget: 18 tokens > 1.
-    create(['--mode', 'token', '--budget', '1', '--rpm', '1']),
-    create(['--mode', 'credit', '--balance', ONE_CALL_USD, '--rpm', '1']),
-    create(['--mode', 'credit', '--balance', '1', '--rpm', '1']),
-    create(['--mode', 'credit', '--balance', '1', '--models', 'gpt-4o-mini']),
-  ]);
-  const results = await Promise.all([gw.cli(['keys', 'suspend', suspendedBroke.id]), gw.cli(['keys', 'suspend', suspendedExpired.id])]);
-  for (const r of results) ok(t, r);
+    ['--mode', 'token', '--budget', '1', '--rpm', '1'],
+    ['--mode', 'credit', '--balance', ONE_CALL_USD, '--rpm', '1'],
+    ['--mode', 'credit', '--balance', '1', '--rpm', '1'],
+    ['--mode', 'credit', '--balance', '1', '--models', 'gpt-4o-mini'],
+  ];
+  const made = [];
+  for (const spec of specs) made.push(await gw.createKey(spec));
+  const [credit, token, suspendedBroke, suspendedExpired, expiredCredit, expiredToken, broke, spent, tokenRate, creditRate, limited, allowlisted] = made;
+  ok(t, await gw.cli(['keys', 'suspend', suspendedBroke.id]));
+  ok(t, await gw.cli(['keys', 'suspend', suspendedExpired.id]));
 
   t.test('1 before 2: unknown path without a key is 404', async (t) => {
     expectError(t, await post(`${base}/v1/chat/completion`, null, CHAT), 404, 'unknown_endpoint');

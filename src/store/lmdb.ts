@@ -118,10 +118,8 @@ export class Store {
 
   /**
    * An issuer change (CLI): one synchronous transaction, on disk when it returns (the CLI opens
-   * without noSync). Synchronous rather than lmdb-js's batched async writes on its write thread:
-   * with async writes (and overlappingSync in the CLI), parallel `keys create` commands next to a
-   * running server were seen, under heavy load, to fail with MDB_BAD_TXN or lose a key; the
-   * plain write lock leaves nothing to interleave (test/cli-concurrent-writes.test.ts).
+   * without noSync), under LMDB's write lock like the server's group commits, rather than on
+   * lmdb-js's asynchronous write thread.
    */
   private writeNow<T>(change: () => T): Promise<T> {
     try {
