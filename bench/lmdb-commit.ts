@@ -12,20 +12,26 @@ import { open } from 'lmdb';
 
 const N = Number(process.env.BENCH_COMMITS || 5000);
 
-async function measure(label: string, options: Record<string, unknown>, syncAfter = false): Promise<void> {
+/** How the rows are laid out: three named databases as in src/store/lmdb.ts, all in one, or the usage row alone. */
+type Shape = 'three' | 'one' | 'usage-only';
+
+async function measure(label: string, options: Record<string, unknown>, syncAfter = false, shape: Shape = 'three'): Promise<void> {
   const path = join(tmpdir(), `tollgate-lmdb-commit-${process.pid}-${Math.random().toString(36).slice(2)}`);
   const root = open({ path, maxDbs: 8, ...options });
   const accounts = root.openDB({ name: 'a' });
-  const usage = root.openDB({ name: 'u' });
-  const daily = root.openDB({ name: 'd' });
+  const usage = shape === 'one' ? accounts : root.openDB({ name: 'u' });
+  const daily = shape === 'one' ? accounts : root.openDB({ name: 'd' });
   accounts.putSync('acct', [0, 1e12, 0, 0]);
   const body = (i: number): void => {
-    const a = accounts.get('acct') as number[];
-    a[1]! -= 5850;
-    accounts.put('acct', a);
+    if (shape !== 'usage-only') {
+      const a = accounts.get('acct') as number[];
+      a[1]! -= 5850;
+      accounts.put('acct', a);
+    }
     usage.put(['key', Date.now(), `req_${i}`], [Date.now(), `req_${i}`, 'chat', 'gpt-4o-mini', 0, 200, 11, 7, 0, 0, 0, 5850, 18, null, 0, 0]);
-    const d = (daily.get(['key', '2026-11-22', 'gpt-4o-mini']) as number[] | undefined) ?? [0, 0, 0];
-    daily.put(['key', '2026-11-22', 'gpt-4o-mini'], [d[0]! + 1, d[1]! + 5850, d[2]! + 18]);
+    if (shape === 'usage-only') return;
+    const d = (daily.get(['day', 'key', '2026-11-22', 'gpt-4o-mini']) as number[] | undefined) ?? [0, 0, 0];
+    daily.put(['day', 'key', '2026-11-22', 'gpt-4o-mini'], [d[0]! + 1, d[1]! + 5850, d[2]! + 18]);
   };
   const envSync = (): Promise<void> => new Promise((resolve) => (root as unknown as { sync(cb: () => void): void }).sync(resolve));
   let t0 = process.hrtime.bigint();
@@ -54,3 +60,5 @@ console.log(`lmdb commit cost, ${N} commits each, data in ${tmpdir()}`);
 await measure('noSync (storage.fsync "interval")', { noSync: true });
 await measure('default sync (fsync in every commit)', {});
 await measure('noSync + env sync after each (storage.fsync "commit")', { noSync: true }, true);
+await measure('noSync, the three rows in one database', { noSync: true }, false, 'one');
+await measure('noSync, the usage row alone', { noSync: true }, false, 'usage-only');
