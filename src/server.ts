@@ -9,7 +9,7 @@ import { Exchange } from './forward/exchange.js';
 import { buildUpstreams, closeUpstreams, type Upstream } from './forward/pools.js';
 import { readBody, TOO_LARGE } from './http/body.js';
 import { sendError } from './http/errors.js';
-import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders } from './http/headers.js';
+import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } from './http/headers.js';
 import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
 import { log } from './log.js';
@@ -88,7 +88,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const method = req.method ?? 'GET';
     const requestId = nextRequestId();
     if (method === 'OPTIONS') {
-      res.writeHead(204, [...PREFLIGHT_RESPONSE_HEADERS, 'x-request-id', requestId]);
+      res.writeHead(204, withRequestId(PREFLIGHT_RESPONSE_HEADERS, requestId));
       res.end();
       return;
     }

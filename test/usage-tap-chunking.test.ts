@@ -74,34 +74,36 @@ t.test('a final event without its blank line still counts', async (t) => {
   t.same(tap.usage, { input: 3, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 });
 });
 
-t.test('messages: a message_delta that sends null for counts it does not restate keeps message_start\'s input', async (t) => {
+/** The usage a Messages stream of just message_start and message_delta, with these usage objects, bills. */
+function messagesUsage(startUsage: object, deltaUsage: object): unknown {
   const stream = [
     'event: message_start',
-    'data: {"type":"message_start","message":{"id":"m","usage":{"input_tokens":1000,"cache_creation_input_tokens":0,"cache_read_input_tokens":5000,"output_tokens":1}}}',
+    `data: ${JSON.stringify({ type: 'message_start', message: { id: 'm', usage: startUsage } })}`,
     '',
     'event: message_delta',
-    'data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":null,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":200}}',
+    `data: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: deltaUsage })}`,
     '',
     '',
   ].join('\n');
   const tap = new UsageTap(FORMATS.messages, true);
   feed(tap, Buffer.from(stream), [100000]);
-  t.same(tap.usage, { input: 6000, cachedInput: 5000, cacheWrite: 0, output: 200, reasoning: 0 });
+  return tap.usage;
+}
+
+t.test('messages: a message_delta that sends null for counts it does not restate keeps message_start\'s input', async (t) => {
+  const usage = messagesUsage(
+    { input_tokens: 1000, cache_creation_input_tokens: 0, cache_read_input_tokens: 5000, output_tokens: 1 },
+    { input_tokens: null, cache_creation_input_tokens: null, cache_read_input_tokens: null, output_tokens: 200 },
+  );
+  t.same(usage, { input: 6000, cachedInput: 5000, cacheWrite: 0, output: 200, reasoning: 0 });
 });
 
 t.test('messages: a message_delta that restates input counts replaces them', async (t) => {
-  const stream = [
-    'event: message_start',
-    'data: {"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":0,"output_tokens":1}}}',
-    '',
-    'event: message_delta',
-    'data: {"type":"message_delta","usage":{"input_tokens":12,"cache_read_input_tokens":3,"output_tokens":9}}',
-    '',
-    '',
-  ].join('\n');
-  const tap = new UsageTap(FORMATS.messages, true);
-  feed(tap, Buffer.from(stream), [100000]);
-  t.same(tap.usage, { input: 15, cachedInput: 3, cacheWrite: 0, output: 9, reasoning: 0 });
+  const usage = messagesUsage(
+    { input_tokens: 10, cache_read_input_tokens: 0, output_tokens: 1 },
+    { input_tokens: 12, cache_read_input_tokens: 3, output_tokens: 9 },
+  );
+  t.same(usage, { input: 15, cachedInput: 3, cacheWrite: 0, output: 9, reasoning: 0 });
 });
 
 t.test('chat stream: the usage chunk is read whatever the JSON spacing', async (t) => {

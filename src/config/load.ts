@@ -140,7 +140,9 @@ function compileStorage(raw: Json): Config['storage'] {
 
 /** Validates a parsed configuration object and compiles it into the tables the server uses. */
 export function compileConfig(raw: Json, file: string | null): Config {
-  const c = object(raw, '(top level)');
+  // A section the file leaves out is the built-in default's: a file that only sets the port
+  // keeps the default providers and catalogue.
+  const c: Record<string, Json> = { ...DEFAULT_CONFIG, ...object(raw, '(top level)') };
   onlyFields(c, '', ['server', 'dataDir', 'providers', 'catalogProvider', 'models', 'limits', 'storage']);
   let host = '127.0.0.1';
   let port = 8080;
@@ -155,12 +157,10 @@ export function compileConfig(raw: Json, file: string | null): Config {
   const dataDir = resolve(c.dataDir === undefined ? './data' : string(c.dataDir, 'dataDir'));
 
   const providers = new Map<string, Provider>();
-  // A section the file leaves out is the built-in default's: a file that only sets the port
-  // keeps the default providers and catalogue.
-  for (const [name, p] of Object.entries(object(c.providers ?? DEFAULT_CONFIG.providers, 'providers'))) providers.set(name, compileProvider(name, p));
+  for (const [name, p] of Object.entries(object(c.providers, 'providers'))) providers.set(name, compileProvider(name, p));
   if (providers.size === 0) throw new ConfigError('providers', 'must name at least one provider');
 
-  const cp = object(c.catalogProvider ?? DEFAULT_CONFIG.catalogProvider, 'catalogProvider');
+  const cp = object(c.catalogProvider, 'catalogProvider');
   onlyFields(cp, 'catalogProvider', ['openai', 'anthropic']);
   const catalogFor = (which: 'openai' | 'anthropic'): Provider => {
     const name = string(cp[which], `catalogProvider.${which}`);
@@ -171,7 +171,7 @@ export function compileConfig(raw: Json, file: string | null): Config {
   const catalogProvider = { openai: catalogFor('openai'), anthropic: catalogFor('anthropic') };
 
   const models = new Map<string, Model>();
-  for (const [id, m] of Object.entries(object(c.models ?? DEFAULT_CONFIG.models, 'models'))) models.set(id, compileModel(id, m, providers));
+  for (const [id, m] of Object.entries(object(c.models, 'models'))) models.set(id, compileModel(id, m, providers));
 
   return { file, host, port, dataDir, providers, catalogProvider, models, limits: compileLimits(c.limits), storage: compileStorage(c.storage) };
 }

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { CORS_RESPONSE_HEADERS } from './headers.js';
+import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
 
 /** The gateway's own errors: the spec's twelve, plus `request_too_large` (maximum size is ours to set). */
 export const GATEWAY_ERRORS = {
@@ -44,7 +44,7 @@ export function errorBody(code: GatewayErrorCode): Buffer {
 export function sendError(res: ServerResponse, code: GatewayErrorCode, requestId: string, retryAfter?: number): void {
   const e = PREPARED.get(code)!;
   const headers = retryAfter === undefined
-    ? [...e.headers, 'x-request-id', requestId]
+    ? withRequestId(e.headers, requestId)
     : [...e.headers, 'x-request-id', requestId, 'retry-after', String(retryAfter)];
   res.writeHead(e.status, headers);
   res.end(e.body);

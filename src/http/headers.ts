@@ -17,6 +17,11 @@ export const PREFLIGHT_ALLOWED_HEADERS = [
   'anthropic-version', 'anthropic-beta', 'openai-beta', 'openai-organization', 'x-request-id',
 ];
 
+/** A prepared header list plus this response's request id (every response carries one). */
+export function withRequestId(headers: readonly string[], requestId: string): string[] {
+  return [...headers, 'x-request-id', requestId];
+}
+
 export const PREFLIGHT_RESPONSE_HEADERS: readonly string[] = [
   ...CORS_RESPONSE_HEADERS,
   'access-control-allow-methods', 'GET, POST, DELETE, OPTIONS',

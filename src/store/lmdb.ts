@@ -49,8 +49,8 @@ export type AdmitListener = (retryAfter: number) => void;
  * (lmdb-js renews its read transaction every turn), so a change written by `tollgate keys …` in
  * another process is obeyed on the next request without any cache to invalidate.
  * Every read-modify-write runs inside a synchronous transaction (`transactionSync`), which holds
- * LMDB's single write lock across processes: exact under cluster workers and concurrent CLI
- * commands.
+ * LMDB's single write lock across processes: exact under cluster workers (tested). Processes that
+ * open the environment while others commit are a known exception (README, "Known issue").
  */
 export class Store {
   private admits: Array<[string, number, number, AdmitListener]> = [];
@@ -91,10 +91,10 @@ export class Store {
    */
   static open(dataDir: string, options: StoreOptions = {}): Store {
     mkdirSync(dataDir, { recursive: true });
-    // Every process opens the environment with the same flags (lmdb-js would otherwise turn on
-    // overlappingSync in a process that does not ask for noSync, i.e. the CLI), and every write
-    // is a synchronous transaction: with several processes writing at once (a running server,
-    // parallel \`tollgate keys\` commands), LMDB's own write lock is then the only ordering.
+    // Every process opens the environment with the same flags: lmdb-js would otherwise turn on
+    // overlappingSync in a process that does not ask for noSync (the CLI), and a server asking
+    // for noSync while such a process has the environment open is refused (open.js: "Can not
+    // set noSync on a database that was opened with overlappingSync").
     const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync === 'interval', overlappingSync: false });
     return new Store(
       options,
@@ -121,12 +121,8 @@ export class Store {
    * without noSync), under LMDB's write lock like the server's group commits, rather than on
    * lmdb-js's asynchronous write thread.
    */
-  private writeNow<T>(change: () => T): Promise<T> {
-    try {
-      return Promise.resolve(this.root.transactionSync(change));
-    } catch (err) {
-      return Promise.reject(err);
-    }
+  private async writeNow<T>(change: () => T): Promise<T> {
+    return this.root.transactionSync(change);
   }
 
   // ── keys ────────────────────────────────────────────────────────────────

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { fundsRefusal } from '../admit/admit.js';
-import { CORS_RESPONSE_HEADERS } from '../http/headers.js';
+import { CORS_RESPONSE_HEADERS, withRequestId } from '../http/headers.js';
 import { formatUsd } from '../money.js';
 import type { Store } from '../store/lmdb.js';
 import type { Account, KeyRecord, UsageRecord } from '../store/types.js';
@@ -79,7 +79,7 @@ function decodeCursor(cursor: string): [number, string] | undefined {
 }
 
 function badQuery(res: ServerResponse, requestId: string, message: string): void {
-  res.writeHead(400, [...USAGE_HEADERS, 'x-request-id', requestId]);
+  res.writeHead(400, withRequestId(USAGE_HEADERS, requestId));
   res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: 'invalid_query', param: null } }));
 }
 
@@ -125,7 +125,7 @@ export function serveUsageApi(res: ServerResponse, store: Store, key: KeyRecord,
     });
   }
 
-  res.writeHead(200, [...USAGE_HEADERS, 'x-request-id', requestId]);
+  res.writeHead(200, withRequestId(USAGE_HEADERS, requestId));
   res.end(JSON.stringify({
     key: keyView(key, account, now),
     requests: records.map(requestView),

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import { withRequestId } from '../http/headers.js';
 import { BODY } from './page/markup.js';
 import { SCRIPT } from './page/script.js';
 import { STYLE } from './page/style.js';
@@ -61,6 +62,6 @@ const HEADERS = [
 
 /** GET /usage: the public usage checker page. */
 export function serveUsagePage(res: ServerResponse, requestId: string): void {
-  res.writeHead(200, [...HEADERS, 'x-request-id', requestId]);
+  res.writeHead(200, withRequestId(HEADERS, requestId));
   res.end(PAGE);
 }
