@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { log } from '../log.js';
+import { assertFixedLmdbBinding } from './binding.js';
 import { accountToRow, keyToRow, rowToAccount, rowToKey, rowToUsage, usageToRow, type AccountRow, type DailyRow, type KeyRow, type UsageRow } from './rows.js';
 import type { Account, DailyTotals, KeyMode, KeyRecord, UsageRecord } from './types.js';
 
@@ -49,8 +50,9 @@ export type AdmitListener = (retryAfter: number) => void;
  * (lmdb-js renews its read transaction every turn), so a change written by `tollgate keys …` in
  * another process is obeyed on the next request without any cache to invalidate.
  * Every read-modify-write runs inside a synchronous transaction (`transactionSync`), which holds
- * LMDB's single write lock across processes: exact under cluster workers (tested). Processes that
- * open the environment while others commit are a known exception (README, "Known issue").
+ * LMDB's single write lock across processes: exact under cluster workers and with issuer
+ * commands opening the store while the server commits (tested), given the binding built by
+ * scripts/build-lmdb.mjs (./binding.ts says why).
  */
 export class Store {
   private admits: Array<[string, number, number, AdmitListener]> = [];
@@ -90,6 +92,7 @@ export class Store {
    * CLI) uses the default, `commit`, so every issuer change is on disk when the command returns.
    */
   static open(dataDir: string, options: StoreOptions = {}): Store {
+    assertFixedLmdbBinding();
     mkdirSync(dataDir, { recursive: true });
     // Every process opens the environment with the same flags: lmdb-js would otherwise turn on
     // overlappingSync in a process that does not ask for noSync (the CLI), and a server asking

@@ -1,0 +1,39 @@
+/**
+ * The store runs on the LMDB binding scripts/build-lmdb.mjs builds (LMDB's ITS#9496 fix, without
+ * which a process opening the store while another commits can make that commit be lost): the
+ * install built it and lmdb-js loads it, and a process that would load lmdb-js's prebuilt
+ * binding instead refuses to open the store, with one line saying how to fix it, and writes
+ * nothing.
+ */
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { defaultConfig, runCli } from './helpers/harness.js';
+
+const lmdbDir = realpathSync(fileURLToPath(new URL('../node_modules/lmdb/', import.meta.url)));
+
+t.test('the install built the fixed binding and lmdb-js loads it', async (t) => {
+  const source = readFileSync(join(lmdbDir, 'dependencies/lmdb/libraries/liblmdb/mdb.c'), 'utf8');
+  t.match(source, '\tif (prev && env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;', 'mdb_env_open2 carries the fix');
+  const stamp = JSON.parse(readFileSync(join(lmdbDir, 'build/Release/tollgate-lmdb-fix.json'), 'utf8'));
+  t.equal(stamp.nodeModules, process.versions.modules, 'built for this Node.js');
+  await import('lmdb');
+  const maps = readFileSync('/proc/self/maps', 'utf8');
+  t.ok(maps.includes(join(lmdbDir, 'build/Release/lmdb.node')), 'the binding loaded is the one built from source');
+});
+
+t.test('with the prebuilt binding, the CLI refuses to open the store', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-binding-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const configFile = join(dir, 'tollgate.config.json');
+  writeFileSync(configFile, JSON.stringify(defaultConfig('http://127.0.0.1:9')));
+  const dataDir = join(dir, 'data');
+  const r = await runCli(['keys', 'create', '--mode', 'credit', '--balance', '1', '--config', configFile, '--data', dataDir], { PREBUILDS_ONLY: '1' });
+  t.equal(r.code, 1, 'exit 1');
+  t.equal(r.stdout, '', 'no key printed');
+  t.equal(r.stderr.trim().split('\n').length, 1, 'one line');
+  t.match(r.stderr, /^tollgate: PREBUILDS_ONLY is set, so lmdb-js loaded its prebuilt binding, which lacks the multi-process fix; unset it$/m);
+  t.notOk(existsSync(dataDir), 'nothing written');
+});
