@@ -184,3 +184,20 @@ t.test('bad usage: exit 2, one line on stderr, nothing on stdout', async (t) => 
   const after = JSON.parse((await cli(['keys', 'list', '--json'])).stdout);
   t.same(after, before, 'no bad command changed anything');
 });
+
+t.test('an unusable data directory: exit 1 and one line naming it, promptly', async (t) => {
+  const file = join(dir, 'a-file');
+  writeFileSync(file, 'not a directory');
+  const cases: Array<[string, string, RegExp]> = [
+    ['under /proc (Node 20 recursive mkdir would never return)', '/proc/nonexistent/x', /^tollgate: cannot create the data directory \/proc\/nonexistent\/x: [^\n]+\n$/],
+    ['below a file', join(file, 'x'), /^tollgate: cannot create the data directory [^\n]*a-file\/x: not a directory[^\n]*\n$/],
+    ['a file', file, /^tollgate: the data directory [^\n]*a-file is not a directory\n$/],
+  ];
+  for (const [name, dataDir, line] of cases) {
+    const r = await runCli(['keys', 'list', '--config', configFile, '--data', dataDir], {}, 15_000);
+    t.equal(r.code, 1, `${name}: exit 1 (null would mean it hung and was killed)`);
+    t.equal(r.stdout, '', `${name}: nothing on stdout`);
+    t.match(r.stderr, line, `${name}: one line naming the directory`);
+  }
+  t.equal(readFileSync(file, 'utf8'), 'not a directory', 'the file is untouched');
+});

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { log } from '../log.js';
 import { assertFixedLmdbBinding } from './binding.js';
@@ -93,7 +94,7 @@ export class Store {
    */
   static open(dataDir: string, options: StoreOptions = {}): Store {
     assertFixedLmdbBinding();
-    mkdirSync(dataDir, { recursive: true });
+    createDataDir(dataDir);
     // Every process opens the environment with the same flags: lmdb-js would otherwise turn on
     // overlappingSync in a process that does not ask for noSync (the CLI), and a server asking
     // for noSync while such a process has the environment open is refused (open.js: "Can not
@@ -405,4 +406,26 @@ function logSyncFailure(err: unknown): void {
 
 function newId(kind: string): string {
   return `${kind}_${randomBytes(8).toString('hex')}`;
+}
+
+/**
+ * Creates the data directory and its missing parents one level at a time, each failure as one
+ * line naming the directory: Node 20's `mkdirSync(…, { recursive: true })` never returns for
+ * some paths (`/proc/nonexistent/x`).
+ */
+function createDataDir(dataDir: string): void {
+  const missing: string[] = [];
+  for (let dir = resolve(dataDir); !existsSync(dir); dir = dirname(dir)) {
+    missing.unshift(dir);
+    if (dirname(dir) === dir) break;
+  }
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw new Error(`cannot create the data directory ${dataDir}: ${(err as Error).message.replace(/^E[A-Z]+: /, '')}`);
+    }
+  }
+  if (!statSync(dataDir).isDirectory()) throw new Error(`the data directory ${dataDir} is not a directory`);
 }
