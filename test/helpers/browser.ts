@@ -1,5 +1,5 @@
 /**
- * Real headless Chromium (Debian's `chromium`, see scripts/install-chromium.sh) driven by
+ * Real headless Chromium (Debian's `chromium`, see scripts/install-system-packages.sh) driven by
  * playwright-core. Each browser is closed with the test; each page records console errors,
  * uncaught exceptions and Content-Security-Policy violations so a test can assert there were none.
  */

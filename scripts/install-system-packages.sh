@@ -1,0 +1,37 @@
+#!/bin/sh
+# Installs, from Debian's packages, what the project needs beyond Node.js and npm, when missing:
+# - python3, make and g++: node-gyp builds the LMDB binding on `npm ci` (scripts/build-lmdb.mjs);
+# - chromium (with a font): the usage page's browser tests (test/helpers/browser.ts).
+# Safe to run again: does nothing when everything is there.
+set -eu
+
+packages=""
+command -v python3 >/dev/null 2>&1 || packages="$packages python3"
+command -v make >/dev/null 2>&1 || packages="$packages make"
+command -v g++ >/dev/null 2>&1 || packages="$packages g++"
+[ -x /usr/bin/chromium ] || packages="$packages chromium fonts-dejavu-core"
+
+if [ -z "$packages" ]; then
+  echo "system packages present: $(python3 --version 2>&1), $(make --version | head -n1), $(g++ --version | head -n1), $(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium)"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo"
+else
+  echo "install-system-packages: need root (or sudo) to install$packages with apt-get" >&2
+  exit 1
+fi
+
+$SUDO apt-get update -q
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends$packages
+
+for tool in python3 make g++ /usr/bin/chromium; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "install-system-packages: apt-get finished but $tool is missing" >&2
+    exit 1
+  fi
+done
+echo "system packages installed:$packages"
