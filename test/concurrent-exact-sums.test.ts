@@ -5,7 +5,7 @@
  * server process and with two cluster workers sharing the LMDB environment.
  */
 import t, { type Test } from 'tap';
-import { post, startGateway, usageOf, type Harness } from './helpers/harness.js';
+import { allRecords, post, startGateway, usageOf, type Harness } from './helpers/harness.js';
 
 const N = 300;
 
@@ -38,23 +38,6 @@ function callOf(i: number, surface: '' | '/token'): Call {
     body: { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [], mock: { inputTokens: I, outputTokens: O, cachedTokens: C, cacheWriteTokens: W }, ...(stream ? { stream: true } : {}) },
     input: I + C + W, output: O, costNano: I * 3000 + C * 300 + W * 3750 + O * 15000,
   };
-}
-
-/** Every record of a key, newest first, paged with `limit` and the `nextBefore` cursor. */
-async function allRecords(base: string, key: string, limit: number): Promise<{ records: any[]; pages: number }> {
-  const records: any[] = [];
-  let pages = 0;
-  let cursor: string | null = null;
-  for (;;) {
-    const page: any = await usageOf(base, key, `?limit=${limit}${cursor === null ? '' : `&before=${encodeURIComponent(cursor)}`}`);
-    pages++;
-    records.push(...page.requests);
-    if (page.requests.length > limit) throw new Error('page larger than limit');
-    cursor = page.nextBefore;
-    if (cursor === null) break;
-    if (pages > 50) throw new Error('paging does not end');
-  }
-  return { records, pages };
 }
 
 async function round(t: Test, gw: Harness): Promise<void> {

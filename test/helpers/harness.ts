@@ -179,3 +179,20 @@ export async function usageOf(base: string, key: string, query = ''): Promise<an
   if (res.status !== 200) throw new Error(`usage api answered ${res.status}: ${await res.text()}`);
   return res.json();
 }
+
+/** Every record of a key, newest first, paged with `limit` and the `nextBefore` cursor. */
+export async function allRecords(base: string, key: string, limit: number): Promise<{ records: any[]; pages: number }> {
+  const records: any[] = [];
+  let pages = 0;
+  let cursor: string | null = null;
+  for (;;) {
+    const page: any = await usageOf(base, key, `?limit=${limit}${cursor === null ? '' : `&before=${encodeURIComponent(cursor)}`}`);
+    pages++;
+    records.push(...page.requests);
+    if (page.requests.length > limit) throw new Error('page larger than limit');
+    cursor = page.nextBefore;
+    if (cursor === null) break;
+    if (pages > 50) throw new Error('paging does not end');
+  }
+  return { records, pages };
+}

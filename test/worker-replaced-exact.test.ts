@@ -1,0 +1,73 @@
+/**
+ * A cluster worker killed under traffic is replaced, and the replacement opens the LMDB
+ * environment while the surviving worker keeps committing: billing stays exact. Every call
+ * answered 200 has its usage record, no record is listed twice, and the balance is the opening
+ * balance minus the records' sum, which is the price of the calls recorded.
+ */
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import t from 'tap';
+import { allRecords, post, startGateway, usageOf, type Reply } from './helpers/harness.js';
+
+/** The processes a process has started (its cluster workers, here). */
+function childPids(pid: number): number[] {
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+}
+
+const COST_NANO = 10 * 150 + 5 * 600; // gpt-4o-mini: 10 input tokens at $0.15/M, 5 output at $0.60/M
+
+t.test('a worker killed under traffic is replaced and every call stays billed exactly', async (t) => {
+  const gw = await startGateway(t, { workers: 2 });
+  const opening = 100;
+  const key = await gw.createKey(['--mode', 'credit', '--balance', String(opening)]);
+  const primary = gw.proc.pid!;
+  const before = childPids(primary);
+  t.equal(before.length, 2, 'two workers');
+
+  let running = true;
+  let replacedAt = Infinity;
+  const answered: Array<{ reply: Reply; at: number }> = [];
+  let failed = 0;
+  const lane = async (): Promise<void> => {
+    while (running) {
+      try {
+        const reply = await post(`${gw.base}/v1/chat/completions`, key.key, { model: 'gpt-4o-mini', messages: [], mock: { inputTokens: 10, outputTokens: 5 } });
+        answered.push({ reply, at: Date.now() });
+      } catch {
+        failed++; // a connection to the killed worker
+      }
+    }
+  };
+  const lanes = Array.from({ length: 16 }, lane);
+
+  await sleep(400);
+  const victim = before[0]!;
+  process.kill(victim, 'SIGKILL');
+  for (const deadline = Date.now() + 15_000; Date.now() < deadline; await sleep(20)) {
+    const now = childPids(primary);
+    if (now.length === 2 && !now.includes(victim)) {
+      replacedAt = Date.now();
+      break;
+    }
+  }
+  t.ok(replacedAt < Infinity, 'a replacement worker was started');
+  await sleep(1500); // the replacement opens the store and serves while the other worker commits
+  running = false;
+  await Promise.all(lanes);
+
+  t.match(gw.serverLog(), /"event":"worker_exited"/, 'the exit is logged');
+  const ok = answered.filter((a) => a.reply.status === 200);
+  t.same(answered.filter((a) => a.reply.status !== 200).map((a) => a.reply.text), [], 'every answered call succeeded');
+  t.ok(ok.filter((a) => a.at > replacedAt + 500).length > 50, 'calls kept succeeding after the replacement started');
+  t.comment(`${ok.length} calls answered, ${failed} lost with the killed worker`);
+
+  const { records } = await allRecords(gw.base, key.key, 100);
+  const ids = new Set(records.map((r) => r.requestId));
+  t.equal(ids.size, records.length, 'no record listed twice');
+  const missing = ok.map((a) => a.reply.headers.get('x-request-id')).filter((id) => !ids.has(id));
+  t.same(missing, [], 'every call answered 200 has its record');
+  const sum = records.reduce((s, r) => s + r.costNanoUsd, 0);
+  t.equal(sum, records.filter((r) => r.status === 200).length * COST_NANO, 'the records are priced exactly');
+  const balance = (await usageOf(gw.base, key.key)).key.balanceNanoUsd;
+  t.equal(balance, opening * 1_000_000_000 - sum, 'balance = opening − the records’ sum');
+});
