@@ -35,7 +35,7 @@ const FIXED = '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (prev 
 const STAMP = 'build/Release/tollgate-lmdb-fix.json';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const lmdbDir = join(root, 'node_modules', 'lmdb');
+const lmdbDir = lmdbPackageDir();
 
 function fail(message) {
   console.error(`build-lmdb: ${message}`);
@@ -87,6 +87,16 @@ if (process.platform === 'linux' && check.stdout !== 'built') {
 
 writeFileSync(join(lmdbDir, STAMP), `${JSON.stringify({ lmdb: LMDB_VERSION, fix: 'ITS#9496', sourceSha256: sourceHash, nodeModules: process.versions.modules }, null, 2)}\n`);
 console.log(`build-lmdb: built lmdb ${LMDB_VERSION}'s binding with the ITS#9496 fix in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+/** lmdb's package directory, wherever module resolution finds it (nested or hoisted). */
+function lmdbPackageDir() {
+  let dir = dirname(createRequire(import.meta.url).resolve('lmdb'));
+  while (!existsSync(join(dir, 'binding.gyp'))) {
+    if (dirname(dir) === dir) fail('lmdb is not installed');
+    dir = dirname(dir);
+  }
+  return dir;
+}
 
 function resolveNodeGyp() {
   try {
