@@ -36,4 +36,10 @@ t.test('with the prebuilt binding, the CLI refuses to open the store', async (t)
   t.equal(r.stderr.trim().split('\n').length, 1, 'one line');
   t.match(r.stderr, /^tollgate: PREBUILDS_ONLY is set, so lmdb-js loaded its prebuilt binding, which lacks the multi-process fix; unset it$/m);
   t.notOk(existsSync(dataDir), 'nothing written');
+
+  const serve = await runCli(['serve', '--workers', '2', '--port', '0', '--config', configFile, '--data', dataDir], { PREBUILDS_ONLY: '1' }, 30_000);
+  t.equal(serve.code, 1, 'serve --workers 2: exit 1, before any worker starts');
+  t.equal(serve.stdout, '', 'never listening');
+  t.match(serve.stderr, /^tollgate: PREBUILDS_ONLY is set[^\n]*\n$/, 'one line');
+  t.notOk(existsSync(dataDir), 'nothing written');
 });

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createGateway } from '../server.js';
 import { log } from '../log.js';
 import { configFrom, dataDirFrom, parse, UsageError, wholeNumber } from './common.js';
+import { assertFixedLmdbBinding } from '../store/binding.js';
 import { Store } from '../store/lmdb.js';
 import { SERVE_USAGE } from './usage-text.js';
 
@@ -32,7 +33,10 @@ export async function serveCommand(args: string[]): Promise<void> {
   const dataDir = dataDirFrom(values, config);
   if (host.length === 0) throw new UsageError('--host must not be empty');
 
-  if (workers > 1 && cluster.isPrimary) return runPrimary(workers);
+  if (workers > 1 && cluster.isPrimary) {
+    assertFixedLmdbBinding(); // once, here, rather than once per worker that would fail on it
+    return runPrimary(workers);
+  }
 
   for (const provider of config.providers.values()) {
     if (!process.env[provider.apiKeyEnv] && cluster.isPrimary) {
