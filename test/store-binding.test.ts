@@ -34,12 +34,18 @@ t.test('with the prebuilt binding, the CLI refuses to open the store', async (t)
   t.equal(r.code, 1, 'exit 1');
   t.equal(r.stdout, '', 'no key printed');
   t.equal(r.stderr.trim().split('\n').length, 1, 'one line');
-  t.match(r.stderr, /^tollgate: PREBUILDS_ONLY is set, so lmdb-js loaded its prebuilt binding, which lacks the multi-process fix; unset it$/m);
+  t.match(r.stderr, /^tollgate: PREBUILDS_ONLY is set, so lmdb-js loaded a binding other than the one built with the multi-process fix; unset it$/m);
   t.notOk(existsSync(dataDir), 'nothing written');
 
   const serve = await runCli(['serve', '--workers', '2', '--port', '0', '--config', configFile, '--data', dataDir], { PREBUILDS_ONLY: '1' }, 30_000);
   t.equal(serve.code, 1, 'serve --workers 2: exit 1, before any worker starts');
   t.equal(serve.stdout, '', 'never listening');
   t.match(serve.stderr, /^tollgate: PREBUILDS_ONLY is set[^\n]*\n$/, 'one line');
+  t.notOk(existsSync(dataDir), 'nothing written');
+
+  // A directory without a build of its own: lmdb-js falls back to its prebuilt package.
+  const elsewhere = await runCli(['keys', 'list', '--config', configFile, '--data', dataDir], { LMDB_PREBUILD: join(lmdbDir, 'dependencies') });
+  t.equal(elsewhere.code, 1, 'LMDB_PREBUILD pointing elsewhere: exit 1');
+  t.match(elsewhere.stderr, /LMDB_PREBUILD is set/);
   t.notOk(existsSync(dataDir), 'nothing written');
 });

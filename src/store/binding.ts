@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 /**
  * The store runs only on lmdb-js's binding as scripts/build-lmdb.mjs builds it, with LMDB's fix
@@ -18,11 +18,11 @@ let checked = false;
 
 export function assertFixedLmdbBinding(): void {
   if (checked) return;
-  if (process.env.PREBUILDS_ONLY) {
-    // node-gyp-build's switch: lmdb-js would have loaded its prebuilt binary, not the fixed one.
-    throw new LmdbBindingError('PREBUILDS_ONLY is set, so lmdb-js loaded its prebuilt binding, which lacks the multi-process fix; unset it');
-  }
   const dir = lmdbPackageDir();
+  // node-gyp-build's two switches, either of which makes lmdb-js load another binding.
+  const { PREBUILDS_ONLY, LMDB_PREBUILD } = process.env;
+  const switched = PREBUILDS_ONLY ? 'PREBUILDS_ONLY' : LMDB_PREBUILD && resolve(LMDB_PREBUILD) !== dir ? 'LMDB_PREBUILD' : null;
+  if (switched) throw new LmdbBindingError(`${switched} is set, so lmdb-js loaded a binding other than the one built with the multi-process fix; unset it`);
   const stampPath = join(dir, STAMP);
   if (!existsSync(stampPath) || !existsSync(join(dir, 'build', 'Release', 'lmdb.node'))) {
     throw new LmdbBindingError(`the LMDB binding was not built with the multi-process fix (no ${stampPath}); ${REBUILD}`);
