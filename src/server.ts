@@ -8,11 +8,12 @@ import { readRequestFacts } from './formats/model.js';
 import { Exchange } from './forward/exchange.js';
 import { buildUpstreams, closeUpstreams, type Upstream } from './forward/pools.js';
 import { readBody, TOO_LARGE } from './http/body.js';
-import { sendError } from './http/errors.js';
+import { sendError, type GatewayErrorCode } from './http/errors.js';
 import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } from './http/headers.js';
 import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
 import { log } from './log.js';
+import { holdFor } from './meter/hold.js';
 import type { Store } from './store/lmdb.js';
 import type { KeyRecord } from './store/types.js';
 import { serveUsageApi } from './usage/api.js';
@@ -40,38 +41,62 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
+  // This process owns the calls it forwards: a call left in flight by one that died is settled.
+  store.serveCalls();
   const maxRequestBytes = config.limits.maxRequestBytes;
 
-  /** Steps 8–11 for inference calls, after the key, funds and rate checks passed. */
+  /**
+   * Steps 8–11 for inference calls, after the key, funds and rate checks passed: read the
+   * body, check the model, hold the call's worst case against the account, forward. Until the
+   * call is forwarded, every way out releases what step 7 and the hold took (`release`).
+   */
   async function inference(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): Promise<void> {
     const body = await readBody(req, maxRequestBytes);
-    if (body === undefined) return;
-    if (body === TOO_LARGE) return sendError(res, 'request_too_large', requestId);
+    if (body === undefined) return store.release(key, requestId);
+    const refuse = (code: GatewayErrorCode): void => {
+      store.release(key, requestId);
+      sendError(res, code, requestId);
+    };
+    if (body === TOO_LARGE) return refuse('request_too_large');
     const facts = readRequestFacts(body);
-    if (facts === undefined) return sendError(res, 'model_required', requestId);
-    if (!modelAllowed(key, facts.model)) return sendError(res, 'model_not_allowed', requestId);
+    if (facts === undefined) return refuse('model_required');
+    if (!modelAllowed(key, facts.model)) return refuse('model_not_allowed');
     const model = config.models.get(facts.model);
     const endpoint = route.endpoint!;
     if (model === undefined || !model.endpoints.has(endpoint) || !(store.modelSwitch(model.id) ?? model.enabledByDefault)) {
-      return sendError(res, 'model_not_available', requestId);
+      return refuse('model_not_available');
     }
     const upstream = upstreamOf(model.provider.name);
     const format = FORMATS[endpoint];
     // Streams must report usage; a body that does not ask for it is the one thing changed.
     const usageBody = format.streamUsageRequest?.(facts, body);
-    const exchange = new Exchange(res, requestId, {
-      store, key, model, format, requestBody: facts.body, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
+    const hold = holdFor(format, model, key.mode, facts.body, body.length, facts.stream, Date.now());
+    store.hold(key, requestId, hold, (refusal) => {
+      if (refusal !== null) return sendError(res, refusal, requestId);
+      // The client left while the hold was placed: nothing goes out, nothing is billed.
+      if (res.destroyed) return store.release(key, requestId);
+      try {
+        const exchange = new Exchange(res, requestId, {
+          store, key, model, format, requestBody: facts.body, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
+          startedAt: hold.at,
+        });
+        upstream.pool.dispatch({
+          path: upstream.provider.basePath + route.upstreamPath + query,
+          method: 'POST',
+          headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
+          body: usageBody ?? body,
+        }, exchange);
+      } catch (err) {
+        store.release(key, requestId);
+        failed(res, err);
+      }
     });
-    upstream.pool.dispatch({
-      path: upstream.provider.basePath + route.upstreamPath + query,
-      method: 'POST',
-      headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
-      body: usageBody ?? body,
-    }, exchange);
   }
 
   /** GET /models: the catalogue of the provider `catalogProvider` names for the caller's format. */
-  function models(req: IncomingMessage, res: ServerResponse, route: Route, requestId: string, query: string): void {
+  function models(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
+    // Neither billed nor listed, but a call in flight all the same: its slot is freed when it ends.
+    if (key.concurrency !== null) res.once('close', () => store.release(key, requestId));
     const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
     upstream.pool.dispatch({
       path: upstream.provider.basePath + route.upstreamPath + query,
@@ -106,21 +131,27 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const now = Date.now();
     const refusal = keyRefusal(key, route.surface!, now);
     if (refusal !== null) return sendError(res, refusal, requestId);
-    // 6. Funds.
+    // 6. Funds, net of what the key's calls in flight hold.
     const short = fundsRefusal(store.account(key.account));
     if (short !== null) return sendError(res, short, requestId);
-    // 7. Rate, before the body is read (decided in this turn's group commit).
-    if (key.rpm === null) return proceed(req, res, route, key, requestId, query);
-    store.admit(key.id, key.rpm, now, (retryAfter) => {
-      if (retryAfter > 0) return sendError(res, 'rate_limit_exceeded', requestId, retryAfter);
+    // 7. Rate, then concurrency, before the body is read (decided in this turn's group commit).
+    if (key.rpm === null && key.concurrency === null) return proceed(req, res, route, key, requestId, query);
+    store.admit(key, requestId, now, (refusal, retryAfter) => {
+      if (refusal !== null) return sendError(res, refusal, requestId, refusal === 'store_unavailable' ? undefined : retryAfter);
+      // The client left while waiting: free the slot rather than read a body that will not come.
+      if (res.destroyed) return store.release(key, requestId);
       proceed(req, res, route, key, requestId, query);
     });
   }
 
   /** After admission: the catalogue, or an inference call (whose body is read only now). */
   function proceed(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
-    if (route.kind === 'models') return models(req, res, route, requestId, query);
-    inference(req, res, route, key, requestId, query).catch((err: unknown) => failed(res, err));
+    if (route.kind === 'models') return models(req, res, route, key, requestId, query);
+    inference(req, res, route, key, requestId, query).catch((err: unknown) => {
+      // Thrown before the call was forwarded (reading the body, or checking the model).
+      store.release(key, requestId);
+      failed(res, err);
+    });
   }
 
   function failed(res: ServerResponse, err: unknown): void {

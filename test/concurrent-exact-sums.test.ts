@@ -42,7 +42,8 @@ function callOf(i: number, surface: '' | '/token'): Call {
 
 async function round(t: Test, gw: Harness): Promise<void> {
   const opening = 100;
-  const budget = 10_000_000;
+  // Covers every call in flight at its cap (no max_tokens: a 128k-context model holds 128k output tokens).
+  const budget = 100_000_000;
   const credit = await gw.createKey(['--mode', 'credit', '--balance', String(opening)]);
   const token = await gw.createKey(['--mode', 'token', '--budget', String(budget)]);
 

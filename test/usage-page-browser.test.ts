@@ -55,7 +55,7 @@ t.test('the usage checker page', async (t) => {
     ...Array.from({ length: 5 }, () => post(`${gw.base}/v1/responses`, credit.key, { model: 'gpt-4o', input: 'hi', mock: { inputTokens: 100, outputTokens: 50 } })),
     ...Array.from({ length: 3 }, () => post(`${gw.base}/v1/messages`, credit.key, messages, { 'anthropic-version': '2023-06-01' })),
     // The token key: three calls. The suspended key: two calls before its issuer suspends it.
-    ...Array.from({ length: 3 }, () => post(`${gw.base}/token/v1/chat/completions`, token.key, { model: 'gpt-4o-mini', messages: [] })),
+    ...Array.from({ length: 3 }, () => post(`${gw.base}/token/v1/chat/completions`, token.key, { model: 'gpt-4o-mini', max_tokens: 20, messages: [] })),
     ...Array.from({ length: 2 }, () => post(`${gw.base}/v1/chat/completions`, suspended.key, { model: 'gpt-4o-mini', messages: [] })),
     // A key whose only call costs more than was left.
     post(`${gw.base}/v1/chat/completions`, broke.key, { model: 'gpt-4o-mini', messages: [] }),

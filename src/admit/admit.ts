@@ -13,11 +13,16 @@ export function keyRefusal(key: KeyRecord, surface: KeyMode, now: number): Gatew
   return null;
 }
 
-/** Step 6: a credit key with no balance left, or a token key with its budget used up. */
-export function fundsRefusal(account: Account | undefined): GatewayErrorCode | null {
+/**
+ * Step 6: a credit key with no balance left, or a token key with its budget used up, once
+ * the holds of its calls in flight are counted as spent. Placing a hold (store/lmdb.ts) checks
+ * the same rule again, atomically, so of the calls that pass here at once only those that find
+ * funds left are forwarded.
+ */
+export function fundsRefusal(account: Account | undefined): 'insufficient_credit' | 'token_budget_exhausted' | null {
   if (account === undefined) return null;
-  if (account.mode === 'credit') return account.balanceNano <= 0 ? 'insufficient_credit' : null;
-  return account.usedTokens >= account.budgetTokens ? 'token_budget_exhausted' : null;
+  if (account.mode === 'credit') return account.balanceNano - account.held <= 0 ? 'insufficient_credit' : null;
+  return account.usedTokens + account.held >= account.budgetTokens ? 'token_budget_exhausted' : null;
 }
 
 /** Step 9: the model must be on the key's allowlist when it has one. */

@@ -41,7 +41,7 @@ export async function demoCommand(args: string[]): Promise<void> {
 
   const makeKey = async (mode: 'credit' | 'token', amount: number): Promise<[KeyRecord, string]> => {
     const secret = generateKey();
-    const key = await store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name: `demo ${mode}`, mode, models: null, rpm: 60, expiresAt: null, amount });
+    const key = await store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name: `demo ${mode}`, mode, models: null, rpm: 60, concurrency: null, expiresAt: null, amount });
     return [key, secret];
   };
   const [credit, creditSecret] = await makeKey('credit', 1_000_000_000);

@@ -16,6 +16,8 @@ const KEY_OPTIONS: Options = {
   'all-models': { type: 'boolean' },
   rpm: { type: 'string' },
   'no-rpm': { type: 'boolean' },
+  concurrency: { type: 'string' },
+  'no-concurrency': { type: 'boolean' },
   expires: { type: 'string' },
   name: { type: 'string' },
   json: { type: 'boolean' },
@@ -25,14 +27,14 @@ const KEY_OPTIONS: Options = {
 
 /** Which flags each subcommand accepts; anything else is bad usage. */
 const ALLOWED: Record<string, string[]> = {
-  create: ['mode', 'balance', 'budget', 'models', 'rpm', 'expires', 'name', 'json'],
+  create: ['mode', 'balance', 'budget', 'models', 'rpm', 'concurrency', 'expires', 'name', 'json'],
   list: ['json'],
   show: ['json'],
   suspend: [],
   resume: [],
   topup: ['usd', 'tokens'],
   extend: ['expires'],
-  set: ['models', 'all-models', 'rpm', 'no-rpm', 'name'],
+  set: ['models', 'all-models', 'rpm', 'no-rpm', 'concurrency', 'no-concurrency', 'name'],
   rotate: ['json'],
 };
 const TAKES_REF = new Set(['show', 'suspend', 'resume', 'topup', 'extend', 'set', 'rotate']);
@@ -66,11 +68,19 @@ function rpm(text: string | boolean | undefined): number {
   return wholeNumber(text, '--rpm', 1, 1_000_000);
 }
 
+function concurrency(text: string | boolean | undefined): number {
+  return wholeNumber(text, '--concurrency', 1, 1_000_000);
+}
+
 function money(account: Account | undefined): string {
   if (!account) return '-';
   return account.mode === 'credit'
     ? `$${formatUsd(account.balanceNano)}`
     : `${Math.max(0, account.budgetTokens - account.usedTokens)}/${account.budgetTokens} tokens`;
+}
+
+function heldText(account: Account): string {
+  return account.mode === 'credit' ? `$${formatUsd(account.held)}` : `${account.held} tokens`;
 }
 
 /** The JSON shape printed by `--json` (never the secret, except at creation and rotation). */
@@ -84,13 +94,14 @@ export function keyJson(key: KeyRecord, account: Account | undefined, now = Date
     state: keyState(key, account, now),
     models: key.models,
     rpm: key.rpm,
+    concurrency: key.concurrency,
     expiresAt: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
     createdAt: new Date(key.createdAt).toISOString(),
     rotatedFrom: key.rotatedFrom,
     account: key.account,
   };
-  if (key.mode === 'credit') out.balanceUsd = formatUsd(account?.balanceNano ?? 0);
-  else Object.assign(out, { budgetTokens: account?.budgetTokens ?? 0, usedTokens: account?.usedTokens ?? 0, remainingTokens: Math.max(0, (account?.budgetTokens ?? 0) - (account?.usedTokens ?? 0)) });
+  if (key.mode === 'credit') Object.assign(out, { balanceUsd: formatUsd(account?.balanceNano ?? 0), heldUsd: formatUsd(account?.held ?? 0) });
+  else Object.assign(out, { budgetTokens: account?.budgetTokens ?? 0, usedTokens: account?.usedTokens ?? 0, remainingTokens: Math.max(0, (account?.budgetTokens ?? 0) - (account?.usedTokens ?? 0)), heldTokens: account?.held ?? 0 });
   return out;
 }
 
@@ -102,8 +113,10 @@ function describe(key: KeyRecord, account: Account | undefined): string {
     ['mode', key.mode],
     ['status', `${key.status} (${keyState(key, account, Date.now())})`],
     [key.mode === 'credit' ? 'balance' : 'budget', money(account)],
+    ...(account !== undefined && account.held !== 0 ? [['held', `${heldText(account)} by calls in progress`] as [string, string]] : []),
     ['models', key.models === null ? 'all enabled models' : key.models.join(', ')],
     ['rpm', key.rpm === null ? 'no limit' : String(key.rpm)],
+    ['concurrency', key.concurrency === null ? 'no limit' : `${key.concurrency} calls at once`],
     ['expires', key.expiresAt === null ? 'never' : new Date(key.expiresAt).toISOString()],
     ['created', new Date(key.createdAt).toISOString()],
   ];
@@ -153,11 +166,12 @@ export async function keysCommand(sub: string | undefined, args: string[]): Prom
       }
       const models = v.models === undefined ? null : modelList(v.models, config);
       const limit = v.rpm === undefined ? null : rpm(v.rpm);
+      const inFlight = v.concurrency === undefined ? null : concurrency(v.concurrency);
       const expiresAt = v.expires === undefined ? null : parseExpiry(v.expires as string);
       const name = typeof v.name === 'string' ? v.name : null;
       plan = async (store) => {
         const secret = generateKey();
-        const key = await store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name, mode: mode as KeyMode, models, rpm: limit, expiresAt, amount });
+        const key = await store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name, mode: mode as KeyMode, models, rpm: limit, concurrency: inFlight, expiresAt, amount });
         warnIfPast(expiresAt);
         printSecret(key, secret, store.account(key.account), v.json === true, 'Created');
       };
@@ -230,17 +244,20 @@ export async function keysCommand(sub: string | undefined, args: string[]): Prom
     case 'set': {
       if (v.models !== undefined && v['all-models']) throw new UsageError('use either --models or --all-models, not both');
       if (v.rpm !== undefined && v['no-rpm']) throw new UsageError('use either --rpm or --no-rpm, not both');
-      if (v.models === undefined && !v['all-models'] && v.rpm === undefined && !v['no-rpm'] && v.name === undefined) {
-        throw new UsageError('keys set needs at least one of --models, --all-models, --rpm, --no-rpm, --name');
+      if (v.concurrency !== undefined && v['no-concurrency']) throw new UsageError('use either --concurrency or --no-concurrency, not both');
+      if (v.models === undefined && !v['all-models'] && v.rpm === undefined && !v['no-rpm'] && v.concurrency === undefined && !v['no-concurrency'] && v.name === undefined) {
+        throw new UsageError('keys set needs at least one of --models, --all-models, --rpm, --no-rpm, --concurrency, --no-concurrency, --name');
       }
       const models = v.models !== undefined ? modelList(v.models, config) : undefined;
       const limit = v.rpm !== undefined ? rpm(v.rpm) : undefined;
+      const inFlight = v.concurrency !== undefined ? concurrency(v.concurrency) : undefined;
       plan = async (store) => {
         const key = resolveKeyRef(store, ref!);
         const next = await store.updateKey(key.id, (k) => ({
           ...k,
           models: v['all-models'] ? null : models ?? k.models,
           rpm: v['no-rpm'] ? null : limit ?? k.rpm,
+          concurrency: v['no-concurrency'] ? null : inFlight ?? k.concurrency,
           name: typeof v.name === 'string' ? v.name : k.name,
         }));
         process.stdout.write(`${describe(next!, store.account(key.account))}\n`);

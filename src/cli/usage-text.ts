@@ -2,15 +2,15 @@
 
 export const SERVE_USAGE = 'tollgate serve [--config FILE] [--host H] [--port N] [--data DIR] [--workers N]';
 
-export const KEYS_USAGE = `tollgate keys create --mode credit --balance USD  [--models ID,ID…] [--rpm N] [--expires ISO-8601] [--name TEXT] [--json]
-tollgate keys create --mode token  --budget TOKENS [--models ID,ID…] [--rpm N] [--expires ISO-8601] [--name TEXT] [--json]
+export const KEYS_USAGE = `tollgate keys create --mode credit --balance USD  [--models ID,ID…] [--rpm N] [--concurrency N] [--expires ISO-8601] [--name TEXT] [--json]
+tollgate keys create --mode token  --budget TOKENS [--models ID,ID…] [--rpm N] [--concurrency N] [--expires ISO-8601] [--name TEXT] [--json]
 tollgate keys list   [--json]
 tollgate keys show    KEY-REF [--json]
 tollgate keys suspend KEY-REF
 tollgate keys resume  KEY-REF
 tollgate keys topup   KEY-REF (--usd AMOUNT | --tokens N)
 tollgate keys extend  KEY-REF --expires ISO-8601|never
-tollgate keys set     KEY-REF [--models ID,ID…|--all-models] [--rpm N|--no-rpm] [--name TEXT]
+tollgate keys set     KEY-REF [--models ID,ID…|--all-models] [--rpm N|--no-rpm] [--concurrency N|--no-concurrency] [--name TEXT]
 tollgate keys rotate  KEY-REF [--json]
 KEY-REF is a key's id (key_…) or its 12-character prefix (gw_live_ + 4).`;
 

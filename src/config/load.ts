@@ -19,6 +19,15 @@ export const DEFAULT_LIMITS: Limits = {
   clientGoneGraceMs: 300_000,
 };
 
+/** The output cap assumed for a model that has neither `maxOutputTokens` nor `contextWindow`. */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768;
+/**
+ * The largest output cap counted for one call, from a body or the catalogue: no model writes
+ * more, and it keeps every hold's arithmetic exact (cap × the largest price stays far below
+ * Number.MAX_SAFE_INTEGER nUSD).
+ */
+export const MAX_OUTPUT_CAP = 100_000_000;
+
 type Json = unknown;
 
 function isObject(v: Json): v is Record<string, Json> {
@@ -77,7 +86,7 @@ function price(v: Json, path: string, required: boolean): number | undefined {
 function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Provider>): Model {
   const path = `models.${id}`;
   const m = object(raw, path);
-  onlyFields(m, path, ['provider', 'endpoints', 'price', 'contextWindow', 'capabilities', 'enabled']);
+  onlyFields(m, path, ['provider', 'endpoints', 'price', 'contextWindow', 'maxOutputTokens', 'capabilities', 'enabled']);
   const providerName = string(m.provider, `${path}.provider`);
   const provider = providers.get(providerName);
   if (!provider) throw new ConfigError(`${path}.provider`, `names no provider in "providers" ("${providerName}")`);
@@ -94,6 +103,11 @@ function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Prov
   const cachedInput = price(p.cachedInput, `${path}.price.cachedInput`, false) ?? input;
   const cacheWrite = price(p.cacheWrite, `${path}.price.cacheWrite`, false) ?? input;
   const contextWindow = m.contextWindow === undefined ? null : integer(m.contextWindow, `${path}.contextWindow`, 1, 1e9);
+  // A call whose body sets no output cap may produce up to this many tokens: what its hold
+  // assumes. Unset, the context window bounds it (no answer is longer), else a default.
+  const maxOutputTokens = m.maxOutputTokens === undefined
+    ? contextWindow ?? DEFAULT_MAX_OUTPUT_TOKENS
+    : integer(m.maxOutputTokens, `${path}.maxOutputTokens`, 1, MAX_OUTPUT_CAP);
   let capabilities: string[] = [];
   if (m.capabilities !== undefined) {
     if (!Array.isArray(m.capabilities)) throw new ConfigError(`${path}.capabilities`, 'must be a list of strings');
@@ -107,6 +121,7 @@ function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Prov
     price: { input, output, cachedInput, cacheWrite },
     rawPrice: p as unknown as Model['rawPrice'],
     contextWindow,
+    maxOutputTokens,
     capabilities,
     enabledByDefault: m.enabled !== false,
   };

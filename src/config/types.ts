@@ -11,6 +11,8 @@ export interface RawModel {
   endpoints: Endpoint[];
   price: RawPrice;
   contextWindow?: number;
+  /** Output tokens a call may produce when its body sets no cap (what its hold assumes). */
+  maxOutputTokens?: number;
   capabilities?: string[];
   enabled?: boolean;
 }
@@ -67,6 +69,8 @@ export interface Model {
   /** Prices as configured, USD per million tokens, for display. */
   rawPrice: RawPrice;
   contextWindow: number | null;
+  /** The output cap of a call whose body sets none: the file's value, else see config/load.ts. */
+  maxOutputTokens: number;
   capabilities: string[];
   /** The file's `enabled`; `tollgate models enable|disable` overrides it at run time. */
   enabledByDefault: boolean;

@@ -19,6 +19,8 @@ function usageOf(u: unknown): Usage | undefined {
 
 export const chat: FormatAdapter = {
   endpoint: 'chat',
+  outputCapFields: ['max_completion_tokens', 'max_tokens'],
+  choicesField: 'n',
   usageOfBody: (body) => (isObject(body) ? usageOf(body.usage) : undefined),
   onEvent(state, event) {
     const data = event.data;

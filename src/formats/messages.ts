@@ -45,6 +45,7 @@ function reported(v: unknown): number | undefined {
 
 export const messages: FormatAdapter = {
   endpoint: 'messages',
+  outputCapFields: ['max_tokens'],
   usageOfBody: (body) => (isObject(body) ? usageOf(body.usage) : undefined),
   onEvent(state, event) {
     switch (event.event) {

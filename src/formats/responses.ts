@@ -17,6 +17,7 @@ function usageOf(u: unknown): Usage | undefined {
 
 export const responses: FormatAdapter = {
   endpoint: 'responses',
+  outputCapFields: ['max_output_tokens'],
   usageOfBody: (body) => (isObject(body) ? usageOf(body.usage) : undefined),
   onEvent(state, event) {
     // The event name is on the `event:` line; only the terminal events are parsed.

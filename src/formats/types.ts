@@ -25,6 +25,13 @@ export interface StreamState {
  */
 export interface FormatAdapter {
   endpoint: Endpoint;
+  /**
+   * The body's fields that cap a call's output tokens, any of which may be set (the largest
+   * counts); when none is, the model's `maxOutputTokens` does.
+   */
+  outputCapFields: readonly string[];
+  /** A field asking for several answers to one prompt (Chat Completions' `n`): the cap counts once per answer. */
+  choicesField?: string;
   /** Usage from a parsed plain (non-streamed) response body. */
   usageOfBody(body: unknown): Usage | undefined;
   /** Reads one server-sent event; parses JSON only for the events that carry usage or errors. */

@@ -25,6 +25,8 @@ export interface Metering {
   stripUsageChunk: boolean;
   /** How long to keep reading a provider's answer after the client left (then abort and estimate). */
   clientGoneGraceMs: number;
+  /** When the call was admitted and its hold placed (the record's time). */
+  startedAt: number;
 }
 
 /** How a call ended, for its usage record. */
@@ -66,7 +68,8 @@ function onResponseDrain(this: TrackedResponse): void {
  * client's 'drain'. Completion: the charge and the usage record are committed before the
  * response is ended, so a response that reached the client in full is always billed.
  * Every path ends in exactly one usage record: complete, provider error, cut, unreachable, or
- * client gone (billed from the provider's usage, or estimated when the grace period ran out).
+ * client gone (billed from the provider's usage, or estimated when the grace period ran out);
+ * the record settles the call's hold in the same commit (store/lmdb.ts `record`).
  */
 export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   private abortUpstream: ((err?: Error) => void) | null = null;
@@ -86,7 +89,6 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   private clientGone = false;
   private graceExpired = false;
   private graceTimer: NodeJS.Timeout | null = null;
-  private readonly startedAt = Date.now();
 
   constructor(
     private readonly res: ServerResponse,
@@ -311,7 +313,8 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     const u = o.error === null ? o.usage : undefined;
     const charge = u === undefined ? NO_CHARGE : chargeFor(u, m.model.price, m.key.mode);
     const record: UsageRecord = {
-      at: this.startedAt,
+      at: m.startedAt,
+      callId: this.requestId,
       requestId: this.recordId(),
       endpoint: m.format.endpoint,
       model: m.model.id,

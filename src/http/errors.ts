@@ -1,7 +1,11 @@
 import type { ServerResponse } from 'node:http';
 import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
 
-/** The gateway's own errors: the spec's twelve, plus `request_too_large` (maximum size is ours to set). */
+/**
+ * The gateway's own errors: the spec's twelve, plus those of our own design where the spec
+ * leaves the matter open: `request_too_large` (maximum size), `concurrency_limit_exceeded`
+ * (per-key concurrency, interface.md) and `store_unavailable` (the store failed: fail closed).
+ */
 export const GATEWAY_ERRORS = {
   missing_api_key: [401, 'invalid_request_error', 'No API key was provided. Send it as "Authorization: Bearer <key>" or in the "x-api-key" header.'],
   invalid_api_key: [401, 'invalid_request_error', 'The API key is not valid for this endpoint.'],
@@ -16,6 +20,8 @@ export const GATEWAY_ERRORS = {
   unknown_endpoint: [404, 'invalid_request_error', 'Unknown endpoint. Use POST /chat/completions, /responses or /messages, or GET /models under /v1 (credit) or /token/v1 (token).'],
   upstream_unavailable: [502, 'api_error', 'The model provider could not be reached. Nothing was billed.'],
   request_too_large: [413, 'invalid_request_error', 'The request body is larger than this gateway accepts.'],
+  concurrency_limit_exceeded: [429, 'rate_limit_error', 'This API key has as many calls in flight as it may have at once. Retry when one of them has finished.'],
+  store_unavailable: [503, 'api_error', 'The gateway cannot reach its store right now, so it cannot check or bill this call. Nothing was forwarded or billed. Retry shortly.'],
 } as const;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;

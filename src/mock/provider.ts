@@ -37,6 +37,15 @@ export interface MockProvider {
   port: number;
   /** every request received, in order (when record is true) */
   requests: RecordedRequest[];
+  /**
+   * Holds every inference call received from now on before it is answered, until `release()`:
+   * lets a test keep calls in flight for exactly as long as it needs, with no timing guess.
+   */
+  pause(): void;
+  /** Answers the held calls (and stops holding). Resolves to how many were held. */
+  release(): number;
+  /** Calls held right now. */
+  readonly held: number;
   /** closes the server and destroys open sockets */
   close(): Promise<void>;
 }
@@ -686,6 +695,8 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
   const host = opts.host ?? '127.0.0.1';
   const record = opts.record !== false;
   const requests: RecordedRequest[] = [];
+  let paused = false;
+  let waiting: Array<() => void> = [];
   let counter = 0;
   let lastModel: unknown;
   let lastModelJson = '';
@@ -812,7 +823,10 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     }
     const b = body as Record<string, unknown>;
     const sw = b.mock === undefined ? DEFAULT_SW : readSwitches(b.mock);
-    if (sw.delayMs > 0) {
+    if (paused) {
+      res.on('error', noop);
+      waiting.push(() => respond(res, fmt, rid, n, b, sw));
+    } else if (sw.delayMs > 0) {
       res.on('error', noop);
       setTimeout(respond, sw.delayMs, res, fmt, rid, n, b, sw).unref();
     } else {
@@ -851,6 +865,19 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     url: 'http://' + urlHost + ':' + port,
     port,
     requests,
+    pause(): void {
+      paused = true;
+    },
+    release(): number {
+      paused = false;
+      const held = waiting;
+      waiting = [];
+      for (const answer of held) answer();
+      return held.length;
+    },
+    get held(): number {
+      return waiting.length;
+    },
     close(): Promise<void> {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,13 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { log } from '../log.js';
 import { assertFixedLmdbBinding } from './binding.js';
-import { accountToRow, keyToRow, rowToAccount, rowToKey, rowToUsage, usageToRow, type AccountRow, type DailyRow, type KeyRow, type UsageRow } from './rows.js';
+import { fundsRefusal } from '../admit/admit.js';
+import type { GatewayErrorCode } from '../http/errors.js';
+import { accountToRow, keyToRow, rowToAccount, rowToKey, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type UsageRow } from './rows.js';
 import type { Account, DailyTotals, KeyMode, KeyRecord, UsageRecord } from './types.js';
 
 const WINDOW_MS = 60_000;
+
+/** A serving process writes its heartbeat this often … */
+const HEARTBEAT_MS = 1_000;
+/** … and another host's process is taken for dead when its heartbeat is older than this. */
+export const OWNER_STALE_MS = 10_000;
+/** How often a serving process looks for calls whose process died. */
+export const SWEEP_MS = 2_000;
 
 export interface NewKey {
   hash: string;
@@ -17,12 +27,36 @@ export interface NewKey {
   models: string[] | null;
   rpm: number | null;
   expiresAt: number | null;
+  concurrency: number | null;
   /** Opening balance (nUSD) for credit keys, budget (tokens) for token keys. */
   amount: number;
 }
 
 /** The charge a finished request makes on its key's account. */
 export interface Charge { nano: number; tokens: number }
+
+/**
+ * What a call holds against its account before it is forwarded (see meter/hold.ts), and what
+ * it is charged should its process die before the call is settled.
+ */
+export interface Hold {
+  /** The call's worst-case cost, in the account's unit (nUSD for credit, tokens for token). */
+  amount: number;
+  /** The charge of an interrupted call, in the account's unit. */
+  interruptedCharge: number;
+  /** The input tokens that charge stands for (estimated from the request's size). */
+  interruptedInputTokens: number;
+  endpoint: string;
+  model: string;
+  stream: boolean;
+  at: number;
+}
+
+/** Told the outcome of step 7 (rate window, concurrency slot): null admitted, else the refusal. */
+export type AdmitListener = (refusal: GatewayErrorCode | null, retryAfter: number) => void;
+
+/** Told whether a hold was placed (null) or why not. */
+export type HoldListener = (refusal: GatewayErrorCode | null) => void;
 
 /**
  * When a commit reaches the disk:
@@ -41,8 +75,6 @@ export interface StoreOptions {
 /** Told when a queued record is committed (and, with fsync 'commit', on disk). */
 export interface CommitListener { committed(error: unknown): void }
 
-/** Told the outcome of a queued rate-limit check: 0 admitted, else seconds to wait. */
-export type AdmitListener = (retryAfter: number) => void;
 
 /**
  * The one interface to persistent state: an LMDB environment under the data directory.
@@ -56,9 +88,15 @@ export type AdmitListener = (retryAfter: number) => void;
  * scripts/build-lmdb.mjs (./binding.ts says why).
  */
 export class Store {
-  private admits: Array<[string, number, number, AdmitListener]> = [];
+  private admits: Array<[KeyRecord, string, number, AdmitListener]> = [];
+  private holds: Array<[KeyRecord, string, Hold, HoldListener]> = [];
+  private releases: Array<[KeyRecord, string]> = [];
   private records: Array<[KeyRecord, UsageRecord, Charge, CommitListener]> = [];
   private flushScheduled = false;
+  /** This process's id as the owner of its calls in flight, once it serves (see serveCalls). */
+  private owner: string | null = null;
+  private heartbeatDue = false;
+  private ownerTimers: NodeJS.Timeout[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly fsync: FsyncMode;
   /** The current UTC day as 'YYYY-MM-DD' and the ms range it covers: formatted once a day, not per record. */
@@ -80,6 +118,10 @@ export class Store {
     private readonly usage: Database<UsageRow, [string, number, string]>,
     /** [key id, 'YYYY-MM-DD', model] → DailyRow */
     private readonly daily: Database<DailyRow, [string, string, string]>,
+    /** [key id, call id] → CallRow: the calls in flight, with their holds */
+    private readonly calls: Database<CallRow, [string, string]>,
+    /** owner id → ProcessRow: the serving processes and their heartbeats */
+    private readonly processes: Database<ProcessRow, string>,
   ) {
     this.fsync = options.fsync ?? 'commit';
     if (this.fsync === 'interval') {
@@ -110,12 +152,15 @@ export class Store {
       root.openDB({ name: 'model-switches' }),
       root.openDB({ name: 'usage' }),
       root.openDB({ name: 'daily-by-model' }),
+      root.openDB({ name: 'calls' }),
+      root.openDB({ name: 'processes' }),
     );
   }
 
   async close(): Promise<void> {
     if (this.flushScheduled) this.flush();
     if (this.flushTimer !== null) clearInterval(this.flushTimer);
+    this.stopServingCalls();
     await new Promise<void>((resolve) => this.syncToDisk(() => resolve()));
     await this.root.close();
   }
@@ -162,6 +207,7 @@ export class Store {
       mode: fields.mode,
       models: fields.models,
       rpm: fields.rpm,
+      concurrency: fields.concurrency,
       expiresAt: fields.expiresAt,
       status: 'active',
       createdAt: now,
@@ -169,8 +215,8 @@ export class Store {
       rotatedFrom: null,
     };
     const account: Account = fields.mode === 'credit'
-      ? { mode: 'credit', balanceNano: fields.amount, budgetTokens: 0, usedTokens: 0 }
-      : { mode: 'token', balanceNano: 0, budgetTokens: fields.amount, usedTokens: 0 };
+      ? { mode: 'credit', balanceNano: fields.amount, budgetTokens: 0, usedTokens: 0, held: 0 }
+      : { mode: 'token', balanceNano: 0, budgetTokens: fields.amount, usedTokens: 0, held: 0 };
     return this.writeNow(() => {
       if (this.keys.get(record.hash) !== undefined) throw new Error('a key with this secret already exists');
       this.accounts.put(record.account, accountToRow(account));
@@ -219,23 +265,49 @@ export class Store {
   // ── the request path: one group commit per event-loop turn ─────────────
 
   /**
-   * Counts one request in the key's fixed 60-second window (which starts with the first
-   * request after the previous one ended) and tells `done` 0 when admitted, else the seconds
-   * left in the window (for `retry-after`).
+   * Step 7: counts one request in the key's fixed 60-second window (which starts with the
+   * first request after the previous one ended) and, for a key with a concurrency limit, takes
+   * one of its slots. Tells `done` null when admitted, else `rate_limit_exceeded` with the
+   * seconds left in the window, or `concurrency_limit_exceeded`.
    *
    * Queued with every other check and record of this event-loop turn and decided in their
-   * group commit, under LMDB's write lock: exact across processes. The decision is not flushed
-   * to disk before it is used; a crash can only lose a count, which errs towards admitting.
+   * group commit, under LMDB's write lock: exact across processes. A refused request takes
+   * nothing: neither a count in the window nor a slot.
    */
-  admit(keyId: string, rpm: number, now: number, done: AdmitListener): void {
-    this.admits.push([keyId, rpm, now, done]);
+  admit(key: KeyRecord, callId: string, now: number, done: AdmitListener): void {
+    this.admits.push([key, callId, now, done]);
     this.schedule();
   }
 
   /**
-   * Charges the account and stores the usage record and the day's totals. Queued for this
-   * turn's group commit; `listener` is told once it is committed, so the caller can hold back
-   * the response's last byte until then.
+   * Before forwarding: holds the call's worst case against its account. Re-checks the funds
+   * net of every hold already placed (step 6 again, atomically): when nothing is left, the
+   * hold is refused and `done` is told the 402 code; so of calls that passed step 6 together,
+   * only those that find funds left go on. Also the call's entry in flight, written before it
+   * is forwarded so that a process dying with it leaves a trace (see serveCalls).
+   */
+  hold(key: KeyRecord, callId: string, hold: Hold, done: HoldListener): void {
+    this.holds.push([key, callId, hold, done]);
+    this.schedule();
+  }
+
+  /**
+   * Ends a call that was admitted but never forwarded (refused after step 7, or its client
+   * left before it went out) or that is neither billed nor listed (GET /models): frees its
+   * concurrency slot and releases its hold, without a charge or a record. Idempotent.
+   */
+  release(key: KeyRecord, callId: string): void {
+    this.releases.push([key, callId]);
+    this.schedule();
+  }
+
+  /**
+   * Settles a forwarded call: releases its hold, charges the account and stores the usage
+   * record and the day's totals, in one step (the call's entry in flight goes with it, so a
+   * call is settled exactly once: a call already settled by another process, because this
+   * one was taken for dead, is not charged again). Queued for this turn's group commit;
+   * `listener` is told once it is committed, so the caller can hold back the response's last
+   * byte until then.
    */
   record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener): void {
     this.records.push([key, usage, charge, listener]);
@@ -249,36 +321,55 @@ export class Store {
   }
 
   /**
-   * The group commit: every check and record queued during the turn, in one synchronous
+   * The group commit: every check, hold and record queued during the turn, in one synchronous
    * transaction. Measured (architecture.md, and again in bench/README.md): a synchronous noSync
    * commit costs ≈ 13–17 µs, an awaited async transaction 130–450 µs; one per turn instead of
    * one per request keeps that off each request's latency and its CPU.
+   *
+   * Settlements go first, so the funds and slots they free are there for the admissions and
+   * holds of the same turn.
    */
   private readonly flush = (): void => {
     this.flushScheduled = false;
-    const admits = this.admits;
-    const records = this.records;
+    const { admits, holds, releases, records } = this;
     this.admits = [];
+    this.holds = [];
+    this.releases = [];
     this.records = [];
-    const decisions: number[] = [];
+    const admitted: Array<[GatewayErrorCode | null, number]> = [];
+    const held: Array<GatewayErrorCode | null> = [];
     let failure: unknown = null;
     try {
       this.root.transactionSync(() => {
-        this.countRequests(admits, decisions);
-        this.applyRecords(records);
+        const accounts = new AccountCache(this.accounts);
+        this.applyRecords(records, accounts);
+        for (const [key, callId] of releases) this.endCall(key.id, callId, accounts);
+        this.countRequests(admits, admitted);
+        this.placeHolds(holds, accounts, held);
+        accounts.writeBack();
+        if (this.heartbeatDue && this.owner !== null) {
+          this.heartbeatDue = false;
+          this.processes.put(this.owner, [hostname(), process.pid, Date.now()]);
+        }
       });
     } catch (err) {
       failure = err;
+      log('error', 'store_commit_failed', { error: String(err) });
     }
-    for (let i = 0; i < admits.length; i++) admits[i]![3](failure === null ? decisions[i]! : 0);
+    // Fail closed: when the commit failed, nothing is admitted and nothing is forwarded.
+    for (let i = 0; i < admits.length; i++) {
+      const [refusal, retryAfter] = failure === null ? admitted[i]! : ['store_unavailable' as const, 0];
+      tell(admits[i]![3], refusal, retryAfter);
+    }
+    for (let i = 0; i < holds.length; i++) tell(holds[i]![3], failure === null ? held[i]! : 'store_unavailable', 0);
     if (records.length === 0) return;
     if (failure === null && this.fsync === 'commit') {
       this.syncToDisk((err) => {
-        for (const r of records) r[3].committed(err ?? null);
+        for (const r of records) tellCommitted(r[3], err ?? null);
       });
       return;
     }
-    for (const r of records) r[3].committed(failure);
+    for (const r of records) tellCommitted(r[3], failure);
   };
 
   /** Flushes committed transactions to disk (mdb_env_sync, in lmdb-js's worker thread). */
@@ -287,23 +378,64 @@ export class Store {
   }
 
   /**
-   * Decides the queued rate checks in order. Each key's window is read and written once per
-   * group, however many of its requests the group holds.
+   * Decides the queued rate and concurrency checks in order. Each key's window is read and
+   * written once per group, however many of its requests the group holds; a key's calls in
+   * flight are counted from its entries (at most its limit, so the count is short).
    */
-  private countRequests(admits: Array<[string, number, number, AdmitListener]>, decisions: number[]): void {
+  private countRequests(admits: Array<[KeyRecord, string, number, AdmitListener]>, decisions: Array<[GatewayErrorCode | null, number]>): void {
     const windows = new Map<string, [number, number]>();
-    for (const [keyId, rpm, now] of admits) {
-      let window = windows.get(keyId) ?? this.rate.get(keyId);
-      if (window === undefined || now >= window[0] + WINDOW_MS) window = [now, 0];
-      windows.set(keyId, window);
-      if (window[1] < rpm) {
-        window[1] += 1;
-        decisions.push(0);
-      } else {
-        decisions.push(Math.max(1, Math.ceil((window[0] + WINDOW_MS - now) / 1000)));
+    for (const [key, callId, now] of admits) {
+      let window: [number, number] | undefined;
+      if (key.rpm !== null) {
+        window = windows.get(key.id) ?? this.rate.get(key.id);
+        if (window === undefined || now >= window[0] + WINDOW_MS) window = [now, 0];
+        windows.set(key.id, window);
+        if (window[1] >= key.rpm) {
+          decisions.push(['rate_limit_exceeded', Math.max(1, Math.ceil((window[0] + WINDOW_MS - now) / 1000))]);
+          continue;
+        }
       }
+      if (key.concurrency !== null) {
+        if (this.calls.getKeysCount({ start: [key.id, ''], end: [key.id, '\uffff'] }) >= key.concurrency) {
+          decisions.push(['concurrency_limit_exceeded', 1]);
+          continue;
+        }
+        this.calls.put([key.id, callId], [key.account, this.owner ?? '', now, 0, 0, 0, '', '', 0, 0]);
+      }
+      if (window !== undefined) window[1] += 1;
+      decisions.push([null, 0]);
     }
     for (const [keyId, window] of windows) this.rate.put(keyId, window);
+  }
+
+  /** Places the queued holds in order, each re-checking the funds net of the holds before it. */
+  private placeHolds(holds: Array<[KeyRecord, string, Hold, HoldListener]>, accounts: AccountCache, decisions: Array<GatewayErrorCode | null>): void {
+    for (const [key, callId, hold] of holds) {
+      const acct = accounts.get(key.account);
+      const short = acct === undefined ? null : fundsRefusal(rowToAccount(acct));
+      if (short !== null) {
+        // Nothing goes out: the slot the call took at step 7, if any, is freed.
+        this.calls.remove([key.id, callId]);
+        decisions.push(short);
+        continue;
+      }
+      if (acct !== undefined) acct[4] = (acct[4] ?? 0) + hold.amount;
+      this.calls.put([key.id, callId], [key.account, this.owner ?? '', hold.at, hold.amount, hold.interruptedCharge, hold.interruptedInputTokens,
+        hold.endpoint, hold.model, hold.stream ? 1 : 0, 1]);
+      decisions.push(null);
+    }
+  }
+
+  /** Deletes a call's entry in flight and releases its hold; false when it was not there. */
+  private endCall(keyId: string, callId: string, accounts: AccountCache): boolean {
+    const call = this.calls.get([keyId, callId]);
+    if (call === undefined) return false;
+    this.calls.remove([keyId, callId]);
+    if (call[3] !== 0) {
+      const acct = accounts.get(call[0]);
+      if (acct !== undefined) acct[4] = (acct[4] ?? 0) - call[3];
+    }
+    return true;
   }
 
   private dayOf(at: number): string {
@@ -316,22 +448,23 @@ export class Store {
   }
 
   /**
-   * Stores the queued usage records, and applies their charges and day totals summed per
-   * account and per (key, day, model): one read and one write each per group, not per request
-   * (at c=32 these puts were ≈ 9 % of the gateway's CPU, bench/profile.ts).
+   * Settles the queued calls: each call's hold is released and its charge applied to the
+   * account (read and written once per group through the cache), its record stored, and its
+   * day totals summed per (key, day, model): one read and one write each per group, not per
+   * request (at c=32 these puts were ≈ 9 % of the gateway's CPU, bench/profile.ts).
    */
-  private applyRecords(records: Array<[KeyRecord, UsageRecord, Charge, CommitListener]>): void {
-    const charges = new Map<string, Charge>();
+  private applyRecords(records: Array<[KeyRecord, UsageRecord, Charge, CommitListener]>, accounts: AccountCache): void {
     const days = new Map<string, [[string, string, string], DailyRow]>();
     for (const [key, usage, charge] of records) {
-      this.usage.put([key.id, usage.at, usage.requestId], usageToRow(usage));
-      if (charge.nano !== 0 || charge.tokens !== 0) {
-        const sum = charges.get(key.account);
-        if (sum === undefined) charges.set(key.account, { nano: charge.nano, tokens: charge.tokens });
-        else {
-          sum.nano += charge.nano;
-          sum.tokens += charge.tokens;
-        }
+      if (!this.endCall(key.id, usage.callId, accounts)) {
+        log('warn', 'call_already_settled', { requestId: usage.callId, keyPrefix: key.prefix });
+        continue;
+      }
+      this.usage.put([key.id, usage.at, usage.callId], usageToRow(usage));
+      const acct = accounts.get(key.account);
+      if (acct !== undefined) {
+        if (acct[0] === 0) acct[1] -= charge.nano;
+        else acct[3] += charge.tokens;
       }
       // Tokens are counted for both kinds of key (what was used); cost is what was charged.
       const day = this.dayOf(usage.at);
@@ -344,17 +477,107 @@ export class Store {
         total[1][2] += usage.tokensCharged;
       }
     }
-    for (const [account, charge] of charges) {
-      const acct = this.accounts.get(account);
-      if (acct === undefined) continue;
-      if (acct[0] === 0) acct[1] -= charge.nano;
-      else acct[3] += charge.tokens;
-      this.accounts.put(account, acct);
+    for (const [dayKey, add] of days.values()) this.addDaily(dayKey, add);
+  }
+
+  private addDaily(dayKey: [string, string, string], add: DailyRow): void {
+    const row = this.daily.get(dayKey);
+    this.daily.put(dayKey, row === undefined ? add : [row[0] + add[0], row[1] + add[1], row[2] + add[2]]);
+  }
+
+  // ── calls whose process died ────────────────────────────────────────────
+
+  /**
+   * Makes this process the owner of the calls it forwards: registers it with a heartbeat
+   * (every HEARTBEAT_MS, in the group commit), settles at once every call left in flight by a
+   * process that is gone (a previous run killed with -9, a cluster worker that died), and
+   * keeps looking every SWEEP_MS. A process is gone when it ran on this host and its pid no
+   * longer exists, or when its heartbeat is older than OWNER_STALE_MS.
+   */
+  serveCalls(): void {
+    if (this.owner !== null) return;
+    this.owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+    this.root.transactionSync(() => this.processes.put(this.owner!, [hostname(), process.pid, Date.now()]));
+    this.settleOrphans(Date.now());
+    const beat = setInterval(() => {
+      this.heartbeatDue = true;
+      this.schedule();
+    }, HEARTBEAT_MS);
+    const sweep = setInterval(() => {
+      try {
+        this.settleOrphans(Date.now());
+      } catch (err) {
+        log('error', 'orphan_sweep_failed', { error: String(err) });
+      }
+    }, SWEEP_MS);
+    beat.unref();
+    sweep.unref();
+    this.ownerTimers = [beat, sweep];
+  }
+
+  /** Stops the heartbeat and removes this process's registration (its calls are all settled by then, or become orphans). */
+  private stopServingCalls(): void {
+    for (const timer of this.ownerTimers) clearInterval(timer);
+    this.ownerTimers = [];
+    if (this.owner === null) return;
+    const owner = this.owner;
+    this.owner = null;
+    this.root.transactionSync(() => this.processes.remove(owner));
+  }
+
+  /**
+   * Settles, exactly once, every call whose owner is gone: an interrupted call is recorded as
+   * `error: "interrupted"`, `estimated: true`, and charged its input estimate (the provider
+   * received the request and bills its input; what it produced never reached anyone whole),
+   * and its hold is released; a call that only held a concurrency slot just frees it. Each
+   * entry is re-read inside the transaction, so two processes sweeping at once settle it once.
+   * Returns how many calls were settled.
+   */
+  settleOrphans(now: number): number {
+    const live = new Set<string>();
+    const dead = new Set<string>();
+    for (const { key: owner, value } of this.processes.getRange()) {
+      if (owner === this.owner || !ownerIsGone(value, now)) live.add(owner);
+      else dead.add(owner);
     }
-    for (const [dayKey, add] of days.values()) {
-      const row = this.daily.get(dayKey);
-      this.daily.put(dayKey, row === undefined ? add : [row[0] + add[0], row[1] + add[1], row[2] + add[2]]);
+    const orphans: Array<[string, string]> = [];
+    for (const { key, value } of this.calls.getRange()) {
+      if (!live.has(value[1])) orphans.push(key);
     }
+    if (orphans.length === 0 && dead.size === 0) return 0;
+    let settled = 0;
+    this.root.transactionSync(() => {
+      const accounts = new AccountCache(this.accounts);
+      for (const [keyId, callId] of orphans) {
+        const call = this.calls.get([keyId, callId]);
+        if (call === undefined || live.has(call[1])) continue;
+        this.endCall(keyId, callId, accounts);
+        settled++;
+        if (call[9] === 0) continue;
+        const acct = accounts.get(call[0]);
+        const credit = acct === undefined || acct[0] === 0;
+        if (acct !== undefined) {
+          if (credit) acct[1] -= call[4];
+          else acct[3] += call[4];
+        }
+        const record: UsageRecord = {
+          at: call[2], callId, requestId: callId, endpoint: call[6] as UsageRecord['endpoint'], model: call[7], stream: call[8] === 1,
+          status: INTERRUPTED_STATUS, inputTokens: call[5], outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+          costNano: credit ? call[4] : null, tokensCharged: credit ? 0 : call[4], error: 'interrupted', estimated: true, clientGone: false,
+        };
+        this.usage.put([keyId, record.at, callId], usageToRow(record));
+        this.addDaily([keyId, this.dayOf(record.at), record.model], [1, credit ? call[4] : 0, record.tokensCharged]);
+      }
+      accounts.writeBack();
+      for (const owner of dead) this.processes.remove(owner);
+    });
+    if (settled > 0) log('warn', 'orphaned_calls_settled', { calls: settled, owners: [...dead].length });
+    return settled;
+  }
+
+  /** The calls in flight and their holds, for the usage views. */
+  callsInFlight(keyId: string): number {
+    return this.calls.getKeysCount({ start: [keyId, ''], end: [keyId, '\uffff'] });
   }
 
   // ── models ──────────────────────────────────────────────────────────────
@@ -397,6 +620,57 @@ export class Store {
       totals.byModel[model] = { requests: value[0], costNano: value[1], tokens: value[2] };
     }
     return days;
+  }
+}
+
+/** The status recorded for a call settled after its process died (the client saw its connection drop). */
+const INTERRUPTED_STATUS = 500;
+
+/** Tells one listener of a group commit; one that throws must not keep the others from being told. */
+function tell<A, B>(listener: (a: A, b: B) => void, a: A, b: B): void {
+  try {
+    listener(a, b);
+  } catch (err) {
+    log('error', 'commit_listener_failed', { error: String(err) });
+  }
+}
+
+function tellCommitted(listener: CommitListener, error: unknown): void {
+  tell((e: unknown) => listener.committed(e), error, undefined);
+}
+
+/** Whether a registered serving process is gone: its pid is gone on this host, or its heartbeat is stale. */
+function ownerIsGone([host, pid, beat]: ProcessRow, now: number): boolean {
+  if (host === hostname() && !pidAlive(pid)) return true;
+  return now - beat > OWNER_STALE_MS;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The accounts touched by one transaction: each read once and written back once, however many
+ * holds, releases and charges of the group fall on it.
+ */
+class AccountCache {
+  private readonly rows = new Map<string, AccountRow | undefined>();
+  constructor(private readonly db: Database<AccountRow, string>) {}
+
+  get(id: string): AccountRow | undefined {
+    if (this.rows.has(id)) return this.rows.get(id);
+    const row = this.db.get(id);
+    this.rows.set(id, row);
+    return row;
+  }
+
+  writeBack(): void {
+    for (const [id, row] of this.rows) if (row !== undefined) this.db.put(id, row);
   }
 }
 

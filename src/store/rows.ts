@@ -7,34 +7,36 @@ import type { Account, KeyRecord, UsageRecord } from './types.js';
  * The field order below is the storage format.
  */
 
-export type KeyRow = [string, string, string, string | null, 0 | 1, string[] | null, number | null, number | null, 0 | 1, number, string, string | null];
+export type KeyRow = [string, string, string, string | null, 0 | 1, string[] | null, number | null, number | null, 0 | 1, number, string, string | null, (number | null)?];
 
 export function keyToRow(k: KeyRecord): KeyRow {
-  return [k.id, k.hash, k.prefix, k.name, k.mode === 'credit' ? 0 : 1, k.models, k.rpm, k.expiresAt, k.status === 'active' ? 0 : 1, k.createdAt, k.account, k.rotatedFrom];
+  return [k.id, k.hash, k.prefix, k.name, k.mode === 'credit' ? 0 : 1, k.models, k.rpm, k.expiresAt, k.status === 'active' ? 0 : 1, k.createdAt, k.account, k.rotatedFrom, k.concurrency];
 }
 
 export function rowToKey(r: KeyRow): KeyRecord {
   return {
     id: r[0], hash: r[1], prefix: r[2], name: r[3], mode: r[4] === 0 ? 'credit' : 'token', models: r[5], rpm: r[6],
     expiresAt: r[7], status: r[8] === 0 ? 'active' : 'suspended', createdAt: r[9], account: r[10], rotatedFrom: r[11],
+    concurrency: r[12] ?? null,
   };
 }
 
-export type AccountRow = [0 | 1, number, number, number];
+/** [mode, balance nUSD, budget tokens, used tokens, held (nUSD or tokens; absent in rows written before holds)] */
+export type AccountRow = [0 | 1, number, number, number, number?];
 
 export function accountToRow(a: Account): AccountRow {
-  return [a.mode === 'credit' ? 0 : 1, a.balanceNano, a.budgetTokens, a.usedTokens];
+  return [a.mode === 'credit' ? 0 : 1, a.balanceNano, a.budgetTokens, a.usedTokens, a.held];
 }
 
 export function rowToAccount(r: AccountRow): Account {
-  return { mode: r[0] === 0 ? 'credit' : 'token', balanceNano: r[1], budgetTokens: r[2], usedTokens: r[3] };
+  return { mode: r[0] === 0 ? 'credit' : 'token', balanceNano: r[1], budgetTokens: r[2], usedTokens: r[3], held: r[4] ?? 0 };
 }
 
-export type UsageRow = [number, string, string, string, 0 | 1, number, number, number, number, number, number, number | null, number, string | null, 0 | 1, 0 | 1];
+export type UsageRow = [number, string, string, string, 0 | 1, number, number, number, number, number, number, number | null, number, string | null, 0 | 1, 0 | 1, string?];
 
 export function usageToRow(u: UsageRecord): UsageRow {
   return [u.at, u.requestId, u.endpoint, u.model, u.stream ? 1 : 0, u.status, u.inputTokens, u.outputTokens, u.cachedInputTokens,
-    u.cacheWriteTokens, u.reasoningTokens, u.costNano, u.tokensCharged, u.error, u.estimated ? 1 : 0, u.clientGone ? 1 : 0];
+    u.cacheWriteTokens, u.reasoningTokens, u.costNano, u.tokensCharged, u.error, u.estimated ? 1 : 0, u.clientGone ? 1 : 0, u.callId];
 }
 
 export function rowToUsage(r: UsageRow): UsageRecord {
@@ -42,8 +44,24 @@ export function rowToUsage(r: UsageRow): UsageRecord {
     at: r[0], requestId: r[1], endpoint: r[2] as UsageRecord['endpoint'], model: r[3], stream: r[4] === 1, status: r[5],
     inputTokens: r[6], outputTokens: r[7], cachedInputTokens: r[8], cacheWriteTokens: r[9], reasoningTokens: r[10],
     costNano: r[11], tokensCharged: r[12], error: r[13], estimated: r[14] === 1, clientGone: r[15] === 1,
+    // Records written before calls had their own id were keyed by the request id.
+    callId: r[16] ?? r[1],
   };
 }
 
 /** Per key, day and model: [requests, cost nUSD, tokens]. */
 export type DailyRow = [number, number, number];
+
+/**
+ * A call in flight, keyed [key id, call id]: written when the call takes a concurrency slot
+ * (step 7) or places its hold (before forwarding), deleted when it is settled.
+ * [account id, owner process, started at (ms), held (account unit), charge if interrupted
+ *  (account unit), input estimate (tokens), endpoint, model, stream (0|1), phase]
+ */
+export type CallRow = [string, string, number, number, number, number, string, string, 0 | 1, CallPhase];
+
+/** 0: holds a concurrency slot only (not forwarded); 1: hold placed, forwarded or about to be. */
+export type CallPhase = 0 | 1;
+
+/** A serving process, keyed by its owner id: [host name, pid, last heartbeat (ms)]. */
+export type ProcessRow = [string, number, number];

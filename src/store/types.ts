@@ -15,6 +15,8 @@ export interface KeyRecord {
   models: string[] | null;
   /** Requests per minute; null means no limit. */
   rpm: number | null;
+  /** Calls of this key in flight at once (streams until their last byte); null means no limit. */
+  concurrency: number | null;
   /** Epoch milliseconds after which the key is expired; null means never. */
   expiresAt: number | null;
   status: KeyStatus;
@@ -30,11 +32,22 @@ export interface Account {
   balanceNano: number;
   budgetTokens: number;
   usedTokens: number;
+  /**
+   * What the calls in flight hold against the account, in its own unit (nUSD for credit,
+   * tokens for token): each call's worst case, released when the call is settled.
+   */
+  held: number;
 }
 
 /** One forwarded request, as the usage checker lists it. */
 export interface UsageRecord {
   at: number;
+  /**
+   * The gateway's own id for the call: the record's identity (unique per call, whatever the
+   * provider sends as its request id).
+   */
+  callId: string;
+  /** The provider's request id when it sent one, else the gateway's (what the client saw). */
   requestId: string;
   endpoint: Endpoint | 'models';
   model: string;

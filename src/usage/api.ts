@@ -30,17 +30,22 @@ export function keyView(key: KeyRecord, account: Account | undefined, now: numbe
     expiresAt: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
     models: key.models,
     rateLimitRpm: key.rpm,
+    concurrency: key.concurrency,
     createdAt: new Date(key.createdAt).toISOString(),
   };
   if (key.mode === 'credit') {
     view.balanceUsd = formatUsd(account?.balanceNano ?? 0);
     view.balanceNanoUsd = account?.balanceNano ?? 0;
+    // What calls in flight hold against the balance (their worst case), until they are settled.
+    view.heldUsd = formatUsd(account?.held ?? 0);
+    view.heldNanoUsd = account?.held ?? 0;
   } else {
     const budget = account?.budgetTokens ?? 0;
     const used = account?.usedTokens ?? 0;
     view.budgetTokens = budget;
     view.usedTokens = used;
     view.remainingTokens = Math.max(0, budget - used);
+    view.heldTokens = account?.held ?? 0;
   }
   return view;
 }
@@ -49,6 +54,7 @@ export function requestView(r: UsageRecord): Record<string, unknown> {
   return {
     at: new Date(r.at).toISOString(),
     requestId: r.requestId,
+    callId: r.callId,
     endpoint: r.endpoint,
     model: r.model,
     stream: r.stream,
@@ -68,7 +74,7 @@ export function requestView(r: UsageRecord): Record<string, unknown> {
 }
 
 function encodeCursor(r: UsageRecord): string {
-  return Buffer.from(`${r.at}.${r.requestId}`).toString('base64url');
+  return Buffer.from(`${r.at}.${r.callId}`).toString('base64url');
 }
 
 function decodeCursor(cursor: string): [number, string] | undefined {

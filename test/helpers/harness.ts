@@ -44,6 +44,11 @@ export interface Harness {
   createKey(args: string[]): Promise<{ id: string; key: string; prefix: string; mode: string }>;
   /** SIGTERM and wait for exit. */
   stop(): Promise<number | null>;
+  /**
+   * Starts `tollgate serve` again on the same config and data directory (after the previous
+   * process has exited, e.g. once killed); `base`, `proc` and `serverLog` follow the new one.
+   */
+  restart(): Promise<void>;
 }
 
 export interface HarnessOptions {
@@ -99,45 +104,49 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
   const common = ['--config', configFile, '--data', dataDir];
   const args = ['serve', ...common, '--host', '127.0.0.1', '--port', '0'];
   if (options.workers) args.push('--workers', String(options.workers));
-  const proc = spawn(process.execPath, [CLI, ...args], {
-    env: { ...process.env, ...PROVIDER_ENV, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
   let log = '';
-  proc.stderr!.on('data', (d) => (log += d));
-  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
-  let stopped: Promise<number | null> | null = null;
-  const stop = (): Promise<number | null> => {
-    if (!stopped) {
-      proc.kill('SIGTERM');
-      stopped = exited;
-    }
-    return stopped;
-  };
-  stopGateway = stop;
-  const base = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`gateway did not start: ${out} ${log}`)), 20_000);
-    proc.stdout!.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
+  const launch = async (): Promise<{ proc: ChildProcess; base: string; stop: () => Promise<number | null> }> => {
+    const proc = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...PROVIDER_ENV, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    proc.stderr!.on('data', (d) => (log += d));
+    const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+    let stopped: Promise<number | null> | null = null;
+    const stop = (): Promise<number | null> => {
+      if (!stopped) {
+        proc.kill('SIGTERM');
+        stopped = exited;
       }
+      return stopped;
+    };
+    stopGateway = stop;
+    const base = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`gateway did not start: ${out} ${log}`)), 20_000);
+      proc.stdout!.on('data', (d) => {
+        out += d;
+        const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      });
+      proc.on('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`gateway exited with ${code}: ${log}`));
+      });
     });
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`gateway exited with ${code}: ${log}`));
-    });
-  });
+    return { proc, base, stop };
+  };
+  const first = await launch();
   const cli = (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env);
-  return {
-    base,
+  const harness: Harness = {
+    base: first.base,
     mock,
     dataDir,
     configFile,
-    proc,
+    proc: first.proc,
     serverLog: () => log,
     cli,
     async createKey(keyArgs) {
@@ -145,8 +154,15 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
       if (r.code !== 0) throw new Error(`keys create failed (${r.code}): ${r.stderr}`);
       return JSON.parse(r.stdout);
     },
-    stop,
+    stop: first.stop,
+    async restart() {
+      const next = await launch();
+      harness.base = next.base;
+      harness.proc = next.proc;
+      harness.stop = next.stop;
+    },
   };
+  return harness;
 }
 
 /** POST a JSON body with a bearer key; returns status, headers and text. */

@@ -156,6 +156,11 @@ function drawHead(k) {
   detail.append(v.detail);
 }
 
+// Calls in flight hold their worst case until they end; say so, or the balance looks wrong.
+function heldLine(amount) {
+  return amount === null ? [] : [el('p', { id: 'held' }, amount + ' held by calls in progress (released, less what they cost, as each one ends).')];
+}
+
 function drawLeft(k, daily) {
   const box = $('left');
   clear(box);
@@ -167,6 +172,7 @@ function drawLeft(k, daily) {
     $('left-title').textContent = 'Balance';
     box.append(
       el('p', { class: 'big', id: 'balance' }, usd(k.balanceUsd), ' ', el('span', { class: 'unit', text: k.balanceNanoUsd < 0 ? 'overdrawn' : 'left' })),
+      ...heldLine(k.heldNanoUsd > 0 ? usd(k.heldUsd) : null),
       el('p', null, 'Spent today (UTC): ' + usdNano(today) + '.'),
       el('p', { class: 'muted' }, 'Spent in the last 30 days: ' + usdNano(spent) + ' on ' + plural(requests, 'request', 'requests') + '.'),
     );
@@ -178,6 +184,7 @@ function drawLeft(k, daily) {
       el('p', { class: 'big', id: 'balance' }, fmtInt(k.remainingTokens), ' ', el('span', { class: 'unit', text: 'tokens left' })),
       meter(share, pct + ' of the budget used', true),
       el('p', null, fmtInt(k.usedTokens) + ' of ' + fmtInt(k.budgetTokens) + ' tokens used (' + pct + ').'),
+      ...heldLine(k.heldTokens > 0 ? plural(k.heldTokens, 'token', 'tokens') : null),
       el('p', { class: 'muted' }, 'Used in the last 30 days: ' + plural(tokens, 'token', 'tokens') + ' on ' + plural(requests, 'request', 'requests') + '.'),
     );
   }
@@ -200,6 +207,7 @@ function drawFacts(k) {
   add('Models', k.models === null || k.models.length === 0 ? 'All models this gateway serves'
     : el('ul', { class: 'chips' }, ...k.models.map((m) => el('li', null, el('code', { text: m })))));
   add('Rate limit', k.rateLimitRpm === null ? 'No limit' : plural(k.rateLimitRpm, 'request', 'requests') + ' per minute');
+  add('Calls at once', k.concurrency === null || k.concurrency === undefined ? 'No limit' : 'At most ' + plural(k.concurrency, 'call', 'calls') + ' in progress');
   if (k.createdAt) add('Created', longDate(k.createdAt));
 }
 

@@ -1,0 +1,51 @@
+import { MAX_OUTPUT_CAP } from '../config/load.js';
+import type { Model } from '../config/types.js';
+import type { FormatAdapter } from '../formats/types.js';
+import type { Hold } from '../store/lmdb.js';
+import type { KeyMode } from '../store/types.js';
+
+/**
+ * What a call holds against its account before it is forwarded: its worst case.
+ *
+ * - Input: the request body's size in bytes, counted as tokens (every tokenizer in use makes
+ *   at least one byte of text per token), and never more than the model's context window (the
+ *   provider accepts no more). Priced at the dearest input rate the model has (fresh, cached
+ *   read or cache write), since the gateway cannot know beforehand how the provider splits it.
+ * - Output: the largest of the body's output caps (`max_tokens`, `max_completion_tokens`,
+ *   `max_output_tokens`, by format), times Chat Completions' `n`; where the body sets none, the
+ *   model's `maxOutputTokens`. At the output price.
+ *
+ * A token key holds input plus output tokens. So the hold covers the call's real cost except
+ * for input the body does not carry as text (an image or a file fetched by URL).
+ *
+ * Should the call's process die before the call is settled, it is charged its input estimate
+ * instead: a quarter of the bounded input (≈ 4 bytes of text per token), at the input price.
+ */
+export function holdFor(format: FormatAdapter, model: Model, mode: KeyMode, body: Record<string, unknown>, bodyBytes: number, stream: boolean, at: number): Hold {
+  const input = model.contextWindow === null ? bodyBytes : Math.min(bodyBytes, model.contextWindow);
+  const output = outputCap(format, model, body);
+  const interruptedInputTokens = Math.ceil(input / 4);
+  const p = model.price;
+  return {
+    amount: mode === 'credit' ? input * Math.max(p.input, p.cachedInput, p.cacheWrite) + output * p.output : input + output,
+    interruptedCharge: mode === 'credit' ? interruptedInputTokens * p.input : interruptedInputTokens,
+    interruptedInputTokens,
+    endpoint: format.endpoint,
+    model: model.id,
+    stream,
+    at,
+  };
+}
+
+/** The output tokens a call may produce, from its body or else the model's default cap. */
+export function outputCap(format: FormatAdapter, model: Model, body: Record<string, unknown>): number {
+  let cap = 0;
+  for (const field of format.outputCapFields) {
+    const v = body[field];
+    if (typeof v === 'number' && Number.isInteger(v) && v > cap) cap = v;
+  }
+  if (cap === 0) cap = model.maxOutputTokens;
+  const choices = format.choicesField === undefined ? undefined : body[format.choicesField];
+  if (typeof choices === 'number' && Number.isInteger(choices) && choices > 1) cap *= choices;
+  return Math.min(cap, MAX_OUTPUT_CAP);
+}
