@@ -1,12 +1,14 @@
 /**
  * A cluster worker killed under traffic is replaced, and the replacement opens the LMDB
  * environment while the surviving worker keeps committing: billing stays exact. Every call
- * answered 200 has its usage record, no record is listed twice, and the balance is the opening
- * balance minus the records' sum, which is the price of the calls recorded.
+ * answered 200 has its usage record, the killed worker's calls in flight are settled as
+ * interrupted, no record is listed twice, and the balance is the opening balance minus the
+ * records' sum, which is the price of the calls recorded.
  */
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
+import { eventually } from './helpers/client-gone.js';
 import { allRecords, post, startGateway, usageOf, type Reply } from './helpers/harness.js';
 
 /** The processes a process has started (its cluster workers, here). */
@@ -14,7 +16,10 @@ function childPids(pid: number): number[] {
   return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
 }
 
+const BODY = { model: 'gpt-4o-mini', messages: [], mock: { inputTokens: 10, outputTokens: 5 } };
 const COST_NANO = 10 * 150 + 5 * 600; // gpt-4o-mini: 10 input tokens at $0.15/M, 5 output at $0.60/M
+// A call in flight on the killed worker: charged its input estimate, a quarter of its bytes.
+const INTERRUPTED_NANO = Math.ceil(Buffer.byteLength(JSON.stringify(BODY)) / 4) * 150;
 
 t.test('a worker killed under traffic is replaced and every call stays billed exactly', async (t) => {
   const gw = await startGateway(t, { workers: 2 });
@@ -31,7 +36,7 @@ t.test('a worker killed under traffic is replaced and every call stays billed ex
   const lane = async (): Promise<void> => {
     while (running) {
       try {
-        const reply = await post(`${gw.base}/v1/chat/completions`, key.key, { model: 'gpt-4o-mini', messages: [], mock: { inputTokens: 10, outputTokens: 5 } });
+        const reply = await post(`${gw.base}/v1/chat/completions`, key.key, BODY);
         answered.push({ reply, at: Date.now() });
       } catch {
         failed++; // a connection to the killed worker
@@ -61,13 +66,19 @@ t.test('a worker killed under traffic is replaced and every call stays billed ex
   t.ok(ok.filter((a) => a.at > replacedAt + 500).length > 50, 'calls kept succeeding after the replacement started');
   t.comment(`${ok.length} calls answered, ${failed} lost with the killed worker`);
 
+  // The killed worker's calls in flight are settled by the others (as interrupted): wait until
+  // nothing is held any more.
+  await eventually(async () => ((await usageOf(gw.base, key.key)).key.heldNanoUsd === 0 ? true : undefined));
   const { records } = await allRecords(gw.base, key.key, 100);
   const ids = new Set(records.map((r) => r.requestId));
   t.equal(ids.size, records.length, 'no record listed twice');
   const missing = ok.map((a) => a.reply.headers.get('x-request-id')).filter((id) => !ids.has(id));
   t.same(missing, [], 'every call answered 200 has its record');
+  const interrupted = records.filter((r) => r.error === 'interrupted');
+  t.ok(interrupted.length <= failed, 'at most the calls lost with the worker are interrupted');
+  t.equal(records.length - interrupted.length, ok.length, 'every other record is a call answered 200');
   const sum = records.reduce((s, r) => s + r.costNanoUsd, 0);
-  t.equal(sum, records.filter((r) => r.status === 200).length * COST_NANO, 'the records are priced exactly');
+  t.equal(sum, ok.length * COST_NANO + interrupted.length * INTERRUPTED_NANO, 'the records are priced exactly');
   const balance = (await usageOf(gw.base, key.key)).key.balanceNanoUsd;
   t.equal(balance, opening * 1_000_000_000 - sum, 'balance = opening − the records’ sum');
 });
