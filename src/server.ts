@@ -13,8 +13,12 @@ import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } fro
 import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
 import { log } from './log.js';
+import { serveHealthz, serveReadyz } from './admin/health.js';
+import type { AccessLog } from './observe/access-log.js';
+import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
+import type { Metrics } from './observe/metrics.js';
 import type { Store } from './store/lmdb.js';
-import type { KeyRecord } from './store/types.js';
+import type { KeyRecord, UsageRecord } from './store/types.js';
 import { serveUsageApi } from './usage/api.js';
 import { serveUsagePage } from './usage/page.js';
 
@@ -22,10 +26,16 @@ export interface GatewayOptions {
   /** Grace period for reading a provider's answer after the client left (ms). */
   clientGoneGraceMs?: number;
   env?: NodeJS.ProcessEnv;
+  /** Prometheus metrics of this process (null: none kept). */
+  metrics?: Metrics | null;
+  /** The access log (null: off, `log.access: false`). */
+  accessLog?: AccessLog | null;
 }
 
 export interface Gateway {
   server: Server;
+  /** Set as soon as the process is told to stop: /readyz answers 503 from then on. */
+  draining: boolean;
   /** Stops accepting, waits for requests in flight (up to `timeoutMs`), closes provider pools. */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -41,6 +51,8 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
   const maxRequestBytes = config.limits.maxRequestBytes;
+  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null);
+  const readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
 
   /** Steps 8–11 for inference calls, after the key, funds and rate checks passed. */
   async function inference(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): Promise<void> {
@@ -49,23 +61,27 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     if (body === TOO_LARGE) return sendError(res, 'request_too_large', requestId);
     const facts = readRequestFacts(body);
     if (facts === undefined) return sendError(res, 'model_required', requestId);
+    noteModel(res, facts.model);
     if (!modelAllowed(key, facts.model)) return sendError(res, 'model_not_allowed', requestId);
     const model = config.models.get(facts.model);
     const endpoint = route.endpoint!;
-    if (model === undefined || !model.endpoints.has(endpoint) || !(store.modelSwitch(model.id) ?? model.enabledByDefault)) {
+    const upstream = model === undefined ? undefined : upstreamOf(model.provider.name);
+    // A provider without its credential is never called: an empty credential would earn the
+    // provider's 401, which the client would take for a verdict on its own key.
+    if (model === undefined || !model.endpoints.has(endpoint) || !upstream!.usable || !(store.modelSwitch(model.id) ?? model.enabledByDefault)) {
       return sendError(res, 'model_not_available', requestId);
     }
-    const upstream = upstreamOf(model.provider.name);
     const format = FORMATS[endpoint];
     // Streams must report usage; a body that does not ask for it is the one thing changed.
     const usageBody = format.streamUsageRequest?.(facts, body);
     const exchange = new Exchange(res, requestId, {
       store, key, model, format, requestBody: facts.body, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
     });
-    upstream.pool.dispatch({
-      path: upstream.provider.basePath + route.upstreamPath + query,
+    noteDispatch(res, upstream!.provider.name);
+    upstream!.pool.dispatch({
+      path: upstream!.provider.basePath + route.upstreamPath + query,
       method: 'POST',
-      headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
+      headers: upstreamRequestHeaders(req.headers, upstream!.credential, upstream!.defaults),
       body: usageBody ?? body,
     }, exchange);
   }
@@ -73,6 +89,8 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
   /** GET /models: the catalogue of the provider `catalogProvider` names for the caller's format. */
   function models(req: IncomingMessage, res: ServerResponse, route: Route, requestId: string, query: string): void {
     const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
+    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, upstream === catalog.anthropic);
+    noteDispatch(res, upstream.provider.name);
     upstream.pool.dispatch({
       path: upstream.provider.basePath + route.upstreamPath + query,
       method: 'GET',
@@ -87,6 +105,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const query = q === -1 ? '' : url.slice(q);
     const method = req.method ?? 'GET';
     const requestId = nextRequestId();
+    observer.begin(res, requestId);
     if (method === 'OPTIONS') {
       res.writeHead(204, withRequestId(PREFLIGHT_RESPONSE_HEADERS, requestId));
       res.end();
@@ -95,12 +114,15 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     // 1. The path resolves (before any credential is looked at).
     const route = routes.find(method, path);
     if (route === undefined) return sendError(res, 'unknown_endpoint', requestId);
+    noteRoute(res, route);
+    if (route.kind === 'health') return route.upstreamPath === '/healthz' ? serveHealthz(res, requestId) : serveReadyz(res, requestId, readiness);
     if (route.kind === 'usage-page') return serveUsagePage(res, requestId);
     // 2. A credential is present; 3. the key is known.
     const credential = credentialOf(req.headers);
     if (credential === undefined) return sendError(res, 'missing_api_key', requestId);
     const key = isWellFormedKey(credential) ? store.keyByHash(hashKey(credential)) : undefined;
     if (key === undefined) return sendError(res, 'invalid_api_key', requestId);
+    noteKey(res, key);
     if (route.kind === 'usage-api') return serveUsageApi(res, store, key, query, requestId);
     // 4. Usable (status, expiry); 5. right surface.
     const now = Date.now();
@@ -123,10 +145,29 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     inference(req, res, route, key, requestId, query).catch((err: unknown) => failed(res, err));
   }
 
+  /**
+   * An exception of our own: logged with the request id the client gets, counted
+   * (`code="internal_error"`), recorded against the key at zero cost, answered 500
+   * `internal_error` — never blamed on the provider.
+   */
   function failed(res: ServerResponse, err: unknown): void {
-    log('error', 'request_failed', { error: String(err) });
-    if (!res.headersSent) sendError(res, 'upstream_unavailable', nextRequestId());
-    else res.destroy();
+    const facts = callFacts(res);
+    const requestId = facts.requestId ?? nextRequestId();
+    log('error', 'internal_error', { requestId, keyPrefix: facts.key?.prefix ?? null, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+    noteCode(res, 'internal_error');
+    const answer = (): void => {
+      if (!res.headersSent) sendError(res, 'internal_error', requestId);
+      else res.destroy();
+    };
+    const endpoint = facts.endpoint;
+    if (facts.key === null || (endpoint !== 'chat' && endpoint !== 'responses' && endpoint !== 'messages' && endpoint !== 'models')) return answer();
+    const record = internalErrorRecord(requestId, endpoint, facts.model, facts.key.mode === 'credit');
+    noteRecord(res, record);
+    try {
+      store.record(facts.key, record, { nano: 0, tokens: 0 }, { committed: answer });
+    } catch {
+      answer();
+    }
   }
 
   const server = createServer({
@@ -143,9 +184,11 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     }
   });
 
-  return {
+  const gateway: Gateway = {
     server,
+    draining: false,
     async close(timeoutMs = 30_000) {
+      gateway.draining = true;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.closeAllConnections();
@@ -161,4 +204,24 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
       await closeUpstreams(upstreams);
     },
   };
+  return gateway;
+}
+
+/** A zero-cost usage record for a call that failed inside the gateway. */
+function internalErrorRecord(requestId: string, endpoint: UsageRecord['endpoint'], model: string | null, credit: boolean): UsageRecord {
+  return {
+    at: Date.now(), requestId, endpoint, model: model ?? '', stream: false, status: 500,
+    inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+    costNano: credit ? 0 : null, tokensCharged: 0, error: 'internal_error', estimated: false, clientGone: false,
+  };
+}
+
+/**
+ * GET /models when the catalogue's provider has no credential: an empty list in the caller's
+ * format (no model can be served), rather than a call with an empty credential.
+ */
+function serveEmptyCatalogue(res: ServerResponse, requestId: string, anthropic: boolean): void {
+  const body = anthropic ? '{"data":[],"has_more":false,"first_id":null,"last_id":null}' : '{"object":"list","data":[]}';
+  res.writeHead(200, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'access-control-allow-origin', '*', 'access-control-expose-headers', 'x-request-id'], requestId));
+  res.end(body);
 }

@@ -1,7 +1,12 @@
 import type { ServerResponse } from 'node:http';
+import { noteCode } from '../observe/call.js';
 import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
 
-/** The gateway's own errors: the spec's twelve, plus `request_too_large` (maximum size is ours to set). */
+/**
+ * The gateway's own errors: the spec's twelve, plus `request_too_large` (the maximum size is
+ * ours to set) and `internal_error` (a fault inside the gateway: a 500 of its own, so that a
+ * bug is never reported as the provider's `upstream_unavailable`).
+ */
 export const GATEWAY_ERRORS = {
   missing_api_key: [401, 'invalid_request_error', 'No API key was provided. Send it as "Authorization: Bearer <key>" or in the "x-api-key" header.'],
   invalid_api_key: [401, 'invalid_request_error', 'The API key is not valid for this endpoint.'],
@@ -16,6 +21,7 @@ export const GATEWAY_ERRORS = {
   unknown_endpoint: [404, 'invalid_request_error', 'Unknown endpoint. Use POST /chat/completions, /responses or /messages, or GET /models under /v1 (credit) or /token/v1 (token).'],
   upstream_unavailable: [502, 'api_error', 'The model provider could not be reached. Nothing was billed.'],
   request_too_large: [413, 'invalid_request_error', 'The request body is larger than this gateway accepts.'],
+  internal_error: [500, 'api_error', 'The gateway failed while handling this request. Nothing was billed; quote the x-request-id when reporting it.'],
 } as const;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
@@ -43,6 +49,7 @@ export function errorBody(code: GatewayErrorCode): Buffer {
 /** Sends one of the gateway's errors; `retryAfter` (seconds) goes with `rate_limit_exceeded`. */
 export function sendError(res: ServerResponse, code: GatewayErrorCode, requestId: string, retryAfter?: number): void {
   const e = PREPARED.get(code)!;
+  noteCode(res, code);
   const headers = retryAfter === undefined
     ? withRequestId(e.headers, requestId)
     : [...e.headers, 'x-request-id', requestId, 'retry-after', String(retryAfter)];

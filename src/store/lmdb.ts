@@ -126,7 +126,7 @@ export class Store {
    * lmdb-js's asynchronous write thread.
    */
   private async writeNow<T>(change: () => T): Promise<T> {
-    return this.root.transactionSync(change);
+    return this.root.transactionSync(() => this.auditedResult(change()));
   }
 
   // ── keys ────────────────────────────────────────────────────────────────
@@ -398,7 +398,119 @@ export class Store {
     }
     return days;
   }
+
+  // ── operating it: audit trail, retention, readiness (kept apart from the rest) ──
+  //
+  // The audit trail is its own sub-database, opened on first use: [at, entry id] → AuditRow.
+  // An issuer change made through `audited()` writes its entry inside the same transaction as
+  // the change itself, so a change is never without its entry, nor an entry without its change.
+
+  private auditDb: Database<AuditRow, [number, string]> | null = null;
+  private auditNext: ((result: unknown) => AuditEntry | undefined) | null = null;
+  private auditSeq = 0;
+
+  private get audit(): Database<AuditRow, [number, string]> {
+    return (this.auditDb ??= this.root.openDB({ name: 'audit' }));
+  }
+
+  /** Runs an issuer change (one of the methods above) and records `entry(result)` with it. */
+  async audited<T>(entry: (result: T) => AuditEntry | undefined, change: () => Promise<T>): Promise<T> {
+    this.auditNext = entry as (result: unknown) => AuditEntry | undefined;
+    try {
+      return await change();
+    } finally {
+      this.auditNext = null;
+    }
+  }
+
+  /** Inside writeNow's transaction: the pending audit entry for this change's result. */
+  private auditedResult<T>(result: T): T {
+    const make = this.auditNext;
+    this.auditNext = null;
+    const e = make?.(result);
+    if (e !== undefined) {
+      this.audit.put([e.at, `${process.pid.toString(36)}.${(this.auditSeq++).toString(36)}`], [e.at, e.action, e.keyId, e.actor, e.address, JSON.stringify(e.detail)]);
+    }
+    return result;
+  }
+
+  /** Audit entries, oldest first; only those of `keyId` when given. */
+  auditTrail(keyId?: string, limit = 10_000): AuditEntry[] {
+    const list: AuditEntry[] = [];
+    for (const { value: r } of this.audit.getRange()) {
+      if (keyId !== undefined && r[2] !== keyId) continue;
+      list.push({ at: r[0], action: r[1], keyId: r[2], actor: r[3], address: r[4], detail: JSON.parse(r[5]) as Record<string, unknown> });
+      if (list.length === limit) break;
+    }
+    return list;
+  }
+
+  /** A key's usage records with `from <= at < to`, oldest first, at most `limit`. */
+  usageBetween(keyId: string, from: number, to: number, limit: number): UsageRecord[] {
+    const list: UsageRecord[] = [];
+    for (const { value } of this.usage.getRange({ start: [keyId, from, ''], end: [keyId, to, ''], limit })) list.push(rowToUsage(value));
+    return list;
+  }
+
+  /**
+   * Retention: deletes up to `limit` usage records older than `before` (epoch ms), visiting
+   * keys in id order from `fromKeyId`; returns how many went and the key id to go on from
+   * (null once every key was visited). Daily totals are kept. One small synchronous
+   * transaction per call, so a sweep interleaves with the request path's group commits
+   * (cost per batch: bench/retention.ts).
+   */
+  deleteUsageBefore(before: number, limit: number, fromKeyId: string): { deleted: number; next: string | null } {
+    const doomed: [string, number, string][] = [];
+    let next: string | null = null;
+    for (const keyId of this.keyIds.getKeys({ start: fromKeyId })) {
+      if (doomed.length >= limit) {
+        next = keyId;
+        break;
+      }
+      for (const key of this.usage.getKeys({ start: [keyId, -1, ''], end: [keyId, before, ''], limit: limit - doomed.length })) doomed.push(key);
+      if (doomed.length >= limit) {
+        next = keyId; // it may hold more old records
+        break;
+      }
+    }
+    if (doomed.length > 0) {
+      this.root.transactionSync(() => {
+        for (const key of doomed) this.usage.removeSync(key);
+      });
+    }
+    return { deleted: doomed.length, next };
+  }
+
+  /** For /readyz: the environment answers a read. */
+  answers(): boolean {
+    try {
+      this.keyIds.get('');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Flushes committed transactions to disk (the admin API's changes, in a server opened with noSync). */
+  flushToDisk(): Promise<void> {
+    return new Promise((resolve, reject) => this.syncToDisk((err) => (err ? reject(err) : resolve())));
+  }
 }
+
+/** One issuer change: when, what, which key, by whom (never a secret). */
+export interface AuditEntry {
+  at: number;
+  /** `key.create`, `key.suspend`, `key.resume`, `key.topup`, `key.extend`, `key.set`, `key.rotate`, `model.enable`, `model.disable` */
+  action: string;
+  keyId: string | null;
+  /** `cli@HOSTNAME`, or `admin-api` */
+  actor: string;
+  /** The admin API caller's address; null for the local command line. */
+  address: string | null;
+  detail: Record<string, unknown>;
+}
+
+type AuditRow = [number, string, string | null, string, string | null, string];
 
 function logSyncFailure(err: unknown): void {
   if (err) log('error', 'fsync_failed', { error: String(err) });
