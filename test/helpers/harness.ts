@@ -29,6 +29,16 @@ export function testModels(): Record<string, unknown> {
 
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
+/**
+ * How `Harness.cli` runs `tollgate keys|models|audit`: on the data directory (local), or
+ * through the running server's admin API (`--admin-url`, remote). The CLI tests run in both.
+ */
+export type CliMode = 'local' | 'remote';
+export const CLI_MODES: readonly CliMode[] = ['local', 'remote'];
+
+/** The admin token test servers are started with (when `admin` is on). */
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
 export interface Harness {
   /** http://127.0.0.1:PORT of the gateway */
   base: string;
@@ -38,6 +48,10 @@ export interface Harness {
   proc: ChildProcess;
   /** Everything the server wrote to stderr so far (its log). */
   serverLog(): string;
+  /** Everything the server wrote to stdout so far (its start lines and access log). */
+  serverOut(): string;
+  /** http://127.0.0.1:PORT of the admin listener (with `admin: true`), else null. */
+  admin: string | null;
   /** Runs `tollgate ARGS --config … --data …`. */
   cli(args: string[], env?: NodeJS.ProcessEnv): Promise<CliResult>;
   /** `tollgate keys create … --json`, parsed; fails the caller when the command fails. */
@@ -50,6 +64,10 @@ export interface HarnessOptions {
   workers?: number;
   config?: (mockUrl: string) => Record<string, unknown>;
   env?: NodeJS.ProcessEnv;
+  /** Open the admin listener on a free port, with ADMIN_TOKEN (implied by cliMode 'remote'). */
+  admin?: boolean;
+  /** How `cli()` runs issuer commands (default local). */
+  cliMode?: CliMode;
 }
 
 interface Teardown { teardown(fn: () => unknown): void }
@@ -99,12 +117,16 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
   const common = ['--config', configFile, '--data', dataDir];
   const args = ['serve', ...common, '--host', '127.0.0.1', '--port', '0'];
   if (options.workers) args.push('--workers', String(options.workers));
+  const admin = options.admin === true || options.cliMode === 'remote';
+  if (admin) args.push('--admin-port', '0');
   const proc = spawn(process.execPath, [CLI, ...args], {
-    env: { ...process.env, ...PROVIDER_ENV, ...options.env },
+    env: { ...process.env, ...PROVIDER_ENV, ...(admin ? { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN } : {}), ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
+  let out = '';
   proc.stderr!.on('data', (d) => (log += d));
+  proc.stdout!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   let stopped: Promise<number | null> | null = null;
   const stop = (): Promise<number | null> => {
@@ -115,25 +137,30 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
     return stopped;
   };
   stopGateway = stop;
-  const base = await new Promise<string>((resolve, reject) => {
-    let out = '';
+  const [base, adminBase] = await new Promise<[string, string | null]>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start: ${out} ${log}`)), 20_000);
-    proc.stdout!.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m) {
+    const check = (): void => {
+      const m = /tollgate listening on (http:\/\/[^\s]+)/.exec(out);
+      const a = /admin listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m && (!admin || a)) {
         clearTimeout(timer);
-        resolve(m[1]!);
+        proc.stdout!.off('data', check);
+        resolve([m[1]!, a?.[1] ?? null]);
       }
-    });
+    };
+    proc.stdout!.on('data', check);
     proc.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`gateway exited with ${code}: ${log}`));
     });
   });
-  const cli = (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env);
+  const cli = options.cliMode === 'remote'
+    ? (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, '--admin-url', adminBase!], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, ...env })
+    : (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env);
   return {
     base,
+    admin: adminBase,
+    serverOut: () => out,
     mock,
     dataDir,
     configFile,
