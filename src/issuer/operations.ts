@@ -80,8 +80,8 @@ export async function setStatus(store: Store, ref: string, status: KeyStatus, ac
 
 export async function topUp(store: Store, ref: string, plan: TopUpPlan, actor: Actor): Promise<KeyWithAccount> {
   const key = resolveKeyRef(store, ref);
-  if (key.mode === 'credit' && plan.usdNano === null) throw new IssuerError('wrong_key_mode', 'tokens', (n) => `${key.id} is a credit key: top it up with ${n('usd')}`);
-  if (key.mode === 'token' && plan.tokens === null) throw new IssuerError('wrong_key_mode', 'usd', (n) => `${key.id} is a token key: top it up with ${n('tokens')}`);
+  if (key.mode === 'credit' && plan.usdNano === null) throw new IssuerError('wrong_key_mode', 'tokens', (n) => `${key.id} is a credit key: top it up with ${n('usd')}, not ${n('tokens')}`);
+  if (key.mode === 'token' && plan.tokens === null) throw new IssuerError('wrong_key_mode', 'usd', (n) => `${key.id} is a token key: top it up with ${n('tokens')}, not ${n('usd')}`);
   const amount = (plan.usdNano ?? plan.tokens)!;
   await store.audited(() => entry(actor, 'key.topup', key.id, key.mode === 'credit' ? { usd: formatUsd(amount) } : { tokens: amount }), () => store.topUp(key.account, amount));
   return withAccount(store, key);
