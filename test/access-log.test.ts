@@ -65,3 +65,17 @@ t.test('stderr messages are structured JSON lines too', async (t) => {
   t.match(missing, { level: 'warn', provider: 'anthropic', env: 'ANTHROPIC_API_KEY' }, 'the unusable provider is named at start-up');
   t.ok(Number.isFinite(Date.parse(missing.time)), 'with an ISO time');
 });
+
+t.test('the hand-built line is the JSON of its fields, escaping included', async (t) => {
+  const { lineText } = await import('../src/observe/access-log.js');
+  const base = {
+    time: '2026-11-22T01:02:03.456Z', requestId: 'req_0123456789ab000001', keyPrefix: 'gw_live_1a2b', surface: 'credit', endpoint: 'chat', model: 'gpt-4o-mini',
+    status: 200, code: 'ok', stream: true, inputTokens: 12, outputTokens: 34, costUsd: '0.000022', tokensCharged: 46, durationMs: 1.234, clientGone: false,
+  };
+  for (const line of [base, { ...base, keyPrefix: null, model: null, costUsd: null }, { ...base, model: 'we"ird\\\nmodel\u2028é', requestId: 'id with "quotes"' }]) {
+    const text = lineText(line);
+    t.ok(text.endsWith('\n') && !text.slice(0, -1).includes('\n'), 'one line');
+    t.same(JSON.parse(text), line, 'parses back to the same fields');
+    t.same(Object.keys(JSON.parse(text)), FIELDS, 'in the fixed order');
+  }
+});

@@ -37,6 +37,18 @@ t.test('N calls of each outcome, then a scrape: every counter exact', async (t) 
   const durations = new Map(seriesOf(all, 'tollgate_request_duration_seconds_count').map((s) => [`${s.labels.endpoint}|${s.labels.stream}`, s.value]));
   t.same(Object.fromEntries(durations), Object.fromEntries(e.durations), 'one duration observation per request, by endpoint and stream');
 
+  for (const name of ['tollgate_request_duration_seconds', 'tollgate_upstream_first_byte_seconds']) {
+    const buckets = seriesOf(all, `${name}_bucket`);
+    for (const c of seriesOf(all, `${name}_count`)) {
+      const same = (b: { labels: Record<string, string> }): boolean => Object.entries(c.labels).every(([k, v]) => b.labels[k] === v);
+      const mine = buckets.filter(same);
+      t.equal(mine.find((b) => b.labels.le === '+Inf')?.value, c.value, `${name}: the +Inf bucket is the count`);
+      const values = mine.map((b) => b.value);
+      t.ok(values.every((v, i) => i === 0 || v >= values[i - 1]!), `${name}: buckets are cumulative`);
+    }
+    t.ok(seriesOf(all, `${name}_sum`).every((s) => s.value > 0), `${name}: a positive sum of seconds`);
+  }
+
   const firstByte = seriesOf(all, 'tollgate_upstream_first_byte_seconds_count');
   const forwarded = 1 + N * 6; // the rate-limited key's call, then per round: plain, stream, responses, 503, cut, models
   t.equal(firstByte.reduce((s, x) => s + x.value, 0), forwarded, 'a first-byte time for every forwarded call');
