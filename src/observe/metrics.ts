@@ -11,7 +11,7 @@ import { NANO_PER_USD } from '../money.js';
  * metrics read those slots when scraped (`collect`), once per series. Measured with
  * bench/observe-cost.ts: observing a request through prom-client children (`labels(...)`
  * bound once) cost 6.6–8.1 µs, most of it prom-client hashing the label values on every
- * `inc`/`observe`; the slots cost a fraction of that (README, Metrics). The billed total stays
+ *  `inc`/`observe`; the slots cost ≈ 0.1–0.3 µs (README, Metrics). The billed total stays
  * an exact nano-dollar sum, divided once per scrape.
  */
 
