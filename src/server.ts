@@ -65,23 +65,24 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     if (!modelAllowed(key, facts.model)) return sendError(res, 'model_not_allowed', requestId);
     const model = config.models.get(facts.model);
     const endpoint = route.endpoint!;
-    const upstream = model === undefined ? undefined : upstreamOf(model.provider.name);
-    // A provider without its credential is never called: an empty credential would earn the
-    // provider's 401, which the client would take for a verdict on its own key.
-    if (model === undefined || !model.endpoints.has(endpoint) || !upstream!.usable || !(store.modelSwitch(model.id) ?? model.enabledByDefault)) {
+    if (model === undefined || !model.endpoints.has(endpoint) || !(store.modelSwitch(model.id) ?? model.enabledByDefault)) {
       return sendError(res, 'model_not_available', requestId);
     }
+    const upstream = upstreamOf(model.provider.name);
+    // A provider without its credential is never called: an empty credential would earn the
+    // provider's 401, which the client would take for a verdict on its own key.
+    if (!upstream.usable) return sendError(res, 'model_not_available', requestId);
     const format = FORMATS[endpoint];
     // Streams must report usage; a body that does not ask for it is the one thing changed.
     const usageBody = format.streamUsageRequest?.(facts, body);
     const exchange = new Exchange(res, requestId, {
       store, key, model, format, requestBody: facts.body, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
     });
-    noteDispatch(res, upstream!.provider.name);
-    upstream!.pool.dispatch({
-      path: upstream!.provider.basePath + route.upstreamPath + query,
+    noteDispatch(res, upstream.provider.name);
+    upstream.pool.dispatch({
+      path: upstream.provider.basePath + route.upstreamPath + query,
       method: 'POST',
-      headers: upstreamRequestHeaders(req.headers, upstream!.credential, upstream!.defaults),
+      headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
       body: usageBody ?? body,
     }, exchange);
   }
@@ -115,7 +116,8 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const route = routes.find(method, path);
     if (route === undefined) return sendError(res, 'unknown_endpoint', requestId);
     noteRoute(res, route);
-    if (route.kind === 'health') return route.upstreamPath === '/healthz' ? serveHealthz(res, requestId) : serveReadyz(res, requestId, readiness);
+    if (route.kind === 'healthz') return serveHealthz(res, requestId);
+    if (route.kind === 'readyz') return serveReadyz(res, requestId, readiness);
     if (route.kind === 'usage-page') return serveUsagePage(res, requestId);
     // 2. A credential is present; 3. the key is known.
     const credential = credentialOf(req.headers);
