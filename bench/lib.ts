@@ -120,6 +120,9 @@ export function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv
         clearTimeout(timer);
         proc.removeAllListeners('exit');
         proc.once('exit', () => children.delete(proc));
+        // Keep reading stdout (the access log), as a log collector would, without keeping it.
+        proc.stdout!.removeAllListeners('data');
+        proc.stdout!.on('data', () => undefined);
         resolve({ name, url: m[1]!, proc, pid: proc.pid!, log: () => err });
       }
     });
@@ -348,6 +351,8 @@ export async function startTollgate(name: string, mockUrl: string, workers: numb
       'claude-haiku-4-5': { provider: 'anthropic', endpoints: ['messages'], price: { input: 1, output: 5 } },
     },
     ...(limits ? { limits } : {}),
+    // BENCH_ACCESS_LOG=off: the access log's cost, measured by running with and without it.
+    ...(process.env.BENCH_ACCESS_LOG === 'off' ? { log: { access: false } } : {}),
   }, null, 2));
   const common = ['--config', configFile, '--data', dataDir];
   const created = JSON.parse(await runNode([CLI, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common])) as { key: string };

@@ -14,8 +14,12 @@ import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
 import { log } from './log.js';
 import { holdFor } from './meter/hold.js';
+import { serveHealthz, serveReadyz } from './admin/health.js';
+import type { AccessLog } from './observe/access-log.js';
+import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
+import type { Metrics } from './observe/metrics.js';
 import type { Store } from './store/lmdb.js';
-import type { KeyRecord } from './store/types.js';
+import type { KeyRecord, UsageRecord } from './store/types.js';
 import { serveUsageApi } from './usage/api.js';
 import { serveUsagePage } from './usage/page.js';
 
@@ -23,10 +27,16 @@ export interface GatewayOptions {
   /** Grace period for reading a provider's answer after the client left (ms). */
   clientGoneGraceMs?: number;
   env?: NodeJS.ProcessEnv;
+  /** Prometheus metrics of this process (null: none kept). */
+  metrics?: Metrics | null;
+  /** The access log (null: off, `log.access: false`). */
+  accessLog?: AccessLog | null;
 }
 
 export interface Gateway {
   server: Server;
+  /** Set as soon as the process is told to stop: /readyz answers 503 from then on. */
+  draining: boolean;
   /** Stops accepting, waits for requests in flight (up to `timeoutMs`), closes provider pools. */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -44,6 +54,8 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
   store.serveCalls();
   const maxRequestBytes = config.limits.maxRequestBytes;
+  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null);
+  const readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
 
   /**
    * Steps 8–11 for inference calls, after the key, funds and rate checks passed: read the
@@ -60,6 +72,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     if (body === TOO_LARGE) return refuse('request_too_large');
     const facts = readRequestFacts(body);
     if (facts === undefined) return refuse('model_required');
+    noteModel(res, facts.model);
     if (!modelAllowed(key, facts.model)) return refuse('model_not_allowed');
     const model = config.models.get(facts.model);
     const endpoint = route.endpoint!;
@@ -67,6 +80,9 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
       return refuse('model_not_available');
     }
     const upstream = upstreamOf(model.provider.name);
+    // A provider without its credential is never called: an empty credential would earn the
+    // provider's 401, which the client would take for a verdict on its own key.
+    if (!upstream.usable) return refuse('model_not_available');
     const format = FORMATS[endpoint];
     // Streams must report usage; a body that does not ask for it is the one thing changed.
     const usageBody = format.streamUsageRequest?.(facts, body);
@@ -80,6 +96,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
           store, key, model, format, requestBody: facts.body, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
           startedAt: hold.at,
         });
+        noteDispatch(res, upstream.provider.name);
         upstream.pool.dispatch({
           path: upstream.provider.basePath + route.upstreamPath + query,
           method: 'POST',
@@ -98,6 +115,8 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     // Neither billed nor listed, but a call in flight all the same: its slot is freed when it ends.
     if (key.concurrency !== null) res.once('close', () => store.release(key, requestId));
     const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
+    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, upstream === catalog.anthropic);
+    noteDispatch(res, upstream.provider.name);
     upstream.pool.dispatch({
       path: upstream.provider.basePath + route.upstreamPath + query,
       method: 'GET',
@@ -112,6 +131,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const query = q === -1 ? '' : url.slice(q);
     const method = req.method ?? 'GET';
     const requestId = nextRequestId();
+    observer.begin(res, requestId);
     if (method === 'OPTIONS') {
       res.writeHead(204, withRequestId(PREFLIGHT_RESPONSE_HEADERS, requestId));
       res.end();
@@ -120,12 +140,16 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     // 1. The path resolves (before any credential is looked at).
     const route = routes.find(method, path);
     if (route === undefined) return sendError(res, 'unknown_endpoint', requestId);
+    noteRoute(res, route);
+    if (route.kind === 'healthz') return serveHealthz(res, requestId);
+    if (route.kind === 'readyz') return serveReadyz(res, requestId, readiness);
     if (route.kind === 'usage-page') return serveUsagePage(res, requestId);
     // 2. A credential is present; 3. the key is known.
     const credential = credentialOf(req.headers);
     if (credential === undefined) return sendError(res, 'missing_api_key', requestId);
     const key = isWellFormedKey(credential) ? store.keyByHash(hashKey(credential)) : undefined;
     if (key === undefined) return sendError(res, 'invalid_api_key', requestId);
+    noteKey(res, key);
     if (route.kind === 'usage-api') return serveUsageApi(res, store, key, query, requestId);
     // 4. Usable (status, expiry); 5. right surface.
     const now = Date.now();
@@ -154,10 +178,30 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     });
   }
 
+  /**
+   * An exception of our own: logged with the request id the client gets, counted
+   * (`code="internal_error"`), recorded against the key at zero cost, answered 500
+   * `internal_error` — never blamed on the provider.
+   */
   function failed(res: ServerResponse, err: unknown): void {
-    log('error', 'request_failed', { error: String(err) });
-    if (!res.headersSent) sendError(res, 'upstream_unavailable', nextRequestId());
-    else res.destroy();
+    const facts = callFacts(res);
+    const requestId = facts.requestId ?? nextRequestId();
+    log('error', 'internal_error', { requestId, keyPrefix: facts.key?.prefix ?? null, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+    noteCode(res, 'internal_error');
+    const answer = (): void => {
+      if (!res.headersSent) sendError(res, 'internal_error', requestId);
+      else res.destroy();
+    };
+    const endpoint = facts.endpoint;
+    if (facts.key === null || (endpoint !== 'chat' && endpoint !== 'responses' && endpoint !== 'messages' && endpoint !== 'models')) return answer();
+    const record = internalErrorRecord(requestId, endpoint, facts.model, facts.key.mode === 'credit');
+    noteRecord(res, record);
+    try {
+      // Not the settlement of a forwarded call: recorded whether or not the call had an entry in flight.
+      store.record(facts.key, record, { nano: 0, tokens: 0 }, { committed: answer }, false);
+    } catch {
+      answer();
+    }
   }
 
   const server = createServer({
@@ -174,9 +218,11 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     }
   });
 
-  return {
+  const gateway: Gateway = {
     server,
+    draining: false,
     async close(timeoutMs = 30_000) {
+      gateway.draining = true;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.closeAllConnections();
@@ -192,4 +238,24 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
       await closeUpstreams(upstreams);
     },
   };
+  return gateway;
+}
+
+/** A zero-cost usage record for a call that failed inside the gateway. */
+function internalErrorRecord(requestId: string, endpoint: UsageRecord['endpoint'], model: string | null, credit: boolean): UsageRecord {
+  return {
+    at: Date.now(), callId: requestId, requestId, endpoint, model: model ?? '', stream: false, status: 500,
+    inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+    costNano: credit ? 0 : null, tokensCharged: 0, error: 'internal_error', estimated: false, clientGone: false,
+  };
+}
+
+/**
+ * GET /models when the catalogue's provider has no credential: an empty list in the caller's
+ * format (no model can be served), rather than a call with an empty credential.
+ */
+function serveEmptyCatalogue(res: ServerResponse, requestId: string, anthropic: boolean): void {
+  const body = anthropic ? '{"data":[],"has_more":false,"first_id":null,"last_id":null}' : '{"object":"list","data":[]}';
+  res.writeHead(200, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'access-control-allow-origin', '*', 'access-control-expose-headers', 'x-request-id'], requestId));
+  res.end(body);
 }

@@ -5,7 +5,7 @@ import type { KeyRecord } from '../src/store/types.js';
 
 const key = (expiresAt: number | null): KeyRecord => ({
   id: 'key_0000000000000000', hash: 'h', prefix: 'gw_live_0000', name: null, mode: 'credit', models: null,
-  rpm: null, expiresAt, status: 'active', createdAt: 0, account: 'acct_0', rotatedFrom: null,
+  rpm: null, concurrency: null, expiresAt, status: 'active', createdAt: 0, account: 'acct_0', rotatedFrom: null,
 });
 
 t.test('a key works up to and including its expiry instant, and is expired one millisecond later', async (t) => {

@@ -1,9 +1,10 @@
 /**
  * While `tollgate serve` runs, every `tollgate keys …` / `tollgate models …` change is obeyed on
- * the very next request: no restart, no signal.
+ * the very next request: no restart, no signal. Run twice: the command line on the data
+ * directory, and the same commands through the admin API (`--admin-url`).
  */
 import t, { type Test } from 'tap';
-import { post, startGateway, usageOf, type Harness } from './helpers/harness.js';
+import { CLI_MODES, post, startGateway, usageOf, type Harness } from './helpers/harness.js';
 
 const chatBody = (model = 'gpt-4o-mini'): Record<string, unknown> => ({ model, messages: [{ role: 'user', content: 'hi' }] });
 
@@ -18,8 +19,8 @@ async function ok(t: Test, gw: Harness, args: string[]): Promise<string> {
   return r.stdout;
 }
 
-t.test('CLI changes take effect on the next request of a running server', async (t) => {
-  const gw = await startGateway(t);
+for (const mode of CLI_MODES) t.test(`CLI changes take effect on the next request of a running server (${mode} command line)`, async (t) => {
+  const gw = await startGateway(t, { cliMode: mode });
   const a = await gw.createKey(['--mode', 'credit', '--balance', '1', '--name', 'live']);
   t.same(await chat(gw, a.key), { status: 200, code: undefined });
 

@@ -1,4 +1,4 @@
-import { UsageError } from './common.js';
+import { IssuerError } from '../issuer/errors.js';
 
 const DAY_MS = 86_400_000;
 const EXAMPLES = 'e.g. 2027-01-31, 2027-01-31T18:00:00Z, 2027-01-31T18:00+05:30';
@@ -113,8 +113,9 @@ function offsetMs(offset: string | undefined, text: string): number {
   return (m[1] === '-' ? -1 : 1) * (h * 3_600_000 + min * 60_000);
 }
 
-function bad(text: string, why?: string): UsageError {
-  return new UsageError(why === undefined
-    ? `--expires needs an ISO-8601 date or date-time (${EXAMPLES}), got '${text}'`
-    : `--expires: '${text}' is not a real date or time: ${why}`);
+/** Named `--expires` on the command line and `expires` in the admin API. */
+function bad(text: string, why?: string): IssuerError {
+  return new IssuerError('invalid_field', 'expires', (n) => why === undefined
+    ? `${n('expires')} needs an ISO-8601 date or date-time (${EXAMPLES}), got '${text}'`
+    : `${n('expires')}: '${text}' is not a real date or time: ${why}`);
 }

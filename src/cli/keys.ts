@@ -1,11 +1,11 @@
-import { displayPrefix, generateKey, hashKey } from '../auth/keys.js';
-import type { Config } from '../config/types.js';
-import { formatUsd, parseUsd } from '../money.js';
-import type { Store } from '../store/lmdb.js';
-import type { Account, KeyMode, KeyRecord } from '../store/types.js';
+import { createPlan, expiresField, settingsPlan, topUpPlan } from '../issuer/input.js';
+import type { KeyWithAccount } from '../issuer/operations.js';
+import { formatUsd } from '../money.js';
+import type { Account, KeyRecord } from '../store/types.js';
 import { keyState } from '../usage/api.js';
-import { configFrom, openStore, parse, table, UsageError, wholeNumber, type Options, type Parsed } from './common.js';
-import { parseExpiry, warnIfPast } from './expiry.js';
+import { configFrom, openStore, parse, table, UsageError, type Options, type Parsed } from './common.js';
+import { warnIfPast } from './expiry.js';
+import { adminUrlFrom, localIssuer, remoteIssuer, type IssuerClient } from './issuer-client.js';
 import { KEYS_USAGE } from './usage-text.js';
 
 const KEY_OPTIONS: Options = {
@@ -23,6 +23,7 @@ const KEY_OPTIONS: Options = {
   json: { type: 'boolean' },
   usd: { type: 'string' },
   tokens: { type: 'string' },
+  'admin-url': { type: 'string' },
 };
 
 /** Which flags each subcommand accepts; anything else is bad usage. */
@@ -34,43 +35,10 @@ const ALLOWED: Record<string, string[]> = {
   resume: [],
   topup: ['usd', 'tokens'],
   extend: ['expires'],
-  set: ['models', 'all-models', 'rpm', 'no-rpm', 'concurrency', 'no-concurrency', 'name'],
+  set: ['models', 'all-models', 'rpm', 'no-rpm', 'concurrency', 'no-concurrency', 'name', 'json'],
   rotate: ['json'],
 };
 const TAKES_REF = new Set(['show', 'suspend', 'resume', 'topup', 'extend', 'set', 'rotate']);
-
-
-/** A key's id, or its display prefix when that names exactly one key. */
-export function resolveKeyRef(store: Store, ref: string): KeyRecord {
-  if (ref.startsWith('key_')) {
-    const key = store.keyById(ref);
-    if (!key) throw new UsageError(`no key with id ${ref}`);
-    return key;
-  }
-  if (/^gw_live_[0-9a-f]{4}$/.test(ref)) {
-    const matches = store.allKeys().filter((k) => k.prefix === ref);
-    if (matches.length === 1) return matches[0]!;
-    if (matches.length === 0) throw new UsageError(`no key with prefix ${ref}`);
-    throw new UsageError(`prefix ${ref} matches ${matches.length} keys (${matches.map((k) => k.id).join(', ')}); use the id`);
-  }
-  throw new UsageError(`KEY-REF must be a key id (key_…) or a 12-character prefix (gw_live_xxxx), got '${ref.slice(0, 12)}${ref.length > 12 ? '…' : ''}'`);
-}
-
-function modelList(text: string | boolean | undefined, config: Config): string[] {
-  if (typeof text !== 'string') throw new UsageError('--models needs a comma-separated list of model ids');
-  const ids = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
-  if (ids.length === 0) throw new UsageError('--models needs at least one model id');
-  for (const id of ids) if (!config.models.has(id)) throw new UsageError(`unknown model '${id}' (see: tollgate models list)`);
-  return [...new Set(ids)];
-}
-
-function rpm(text: string | boolean | undefined): number {
-  return wholeNumber(text, '--rpm', 1, 1_000_000);
-}
-
-function concurrency(text: string | boolean | undefined): number {
-  return wholeNumber(text, '--concurrency', 1, 1_000_000);
-}
 
 function money(account: Account | undefined): string {
   if (!account) return '-';
@@ -111,7 +79,7 @@ function describe(key: KeyRecord, account: Account | undefined): string {
     ['prefix', key.prefix],
     ['name', key.name ?? '-'],
     ['mode', key.mode],
-    ['status', `${key.status} (${keyState(key, account, Date.now())})`],
+    ['status', statusText(key, account)],
     [key.mode === 'credit' ? 'balance' : 'budget', money(account)],
     ...(account !== undefined && account.held !== 0 ? [['held', `${heldText(account)} by calls in progress`] as [string, string]] : []),
     ['models', key.models === null ? 'all enabled models' : key.models.join(', ')],
@@ -124,6 +92,26 @@ function describe(key: KeyRecord, account: Account | undefined): string {
   return rows.map(([k, v]) => `  ${k.padEnd(13)}${v}`).join('\n');
 }
 
+/** "suspended", "active", or "active (expired)": the state only when it says more than the status. */
+function statusText(key: KeyRecord, account: Account | undefined): string {
+  const state = keyState(key, account, Date.now());
+  return state === key.status || (state === 'ok' && key.status === 'active') ? key.status : `${key.status} (${state})`;
+}
+
+/**
+ * The balance column of `keys list`: keys made by rotation draw on one account, so its balance
+ * is shown once, on the oldest of them, and the others point at it.
+ */
+function balanceCells(keys: KeyWithAccount[]): string[] {
+  const byAccount = new Map<string, KeyRecord[]>();
+  for (const { key } of keys) byAccount.set(key.account, [...(byAccount.get(key.account) ?? []), key]);
+  return keys.map(({ key, account }) => {
+    const sharing = byAccount.get(key.account)!;
+    if (sharing.length === 1) return money(account);
+    return sharing[0] === key ? `${money(account)} (shared by ${sharing.length} keys)` : `shared with ${sharing[0]!.id}`;
+  });
+}
+
 function printSecret(key: KeyRecord, secret: string, account: Account | undefined, json: boolean, verb: string): void {
   if (json) {
     process.stdout.write(`${JSON.stringify({ ...keyJson(key, account), key: secret })}\n`);
@@ -133,7 +121,11 @@ function printSecret(key: KeyRecord, secret: string, account: Account | undefine
 }
 
 export async function keysCommand(sub: string | undefined, args: string[]): Promise<void> {
-  if (sub === undefined || !(sub in ALLOWED)) throw new UsageError(sub === undefined ? 'keys needs a subcommand (create, list, show, suspend, resume, topup, extend, set, rotate)' : `unknown keys subcommand '${sub}'`);
+  if (sub === 'help' || sub === '--help' || sub === '-h') {
+    process.stdout.write(`${KEYS_USAGE}\n`);
+    return;
+  }
+  if (sub === undefined || !(sub in ALLOWED)) throw new UsageError(sub === undefined ? 'keys needs a subcommand (create, list, show, suspend, resume, topup, extend, set, rotate; try: tollgate keys help)' : `unknown keys subcommand '${sub}' (try: tollgate keys help)`);
   const parsed: Parsed = parse(args, KEY_OPTIONS, TAKES_REF.has(sub) ? 1 : 0);
   const v = parsed.values;
   if (v.help) {
@@ -141,47 +133,33 @@ export async function keysCommand(sub: string | undefined, args: string[]): Prom
     return;
   }
   for (const flag of Object.keys(v)) {
-    if (flag in KEY_OPTIONS && !ALLOWED[sub]!.includes(flag)) throw new UsageError(`keys ${sub} does not take --${flag}`);
+    if (flag in KEY_OPTIONS && flag !== 'admin-url' && !ALLOWED[sub]!.includes(flag)) throw new UsageError(`keys ${sub} does not take --${flag}`);
   }
   const ref = parsed.positionals[0];
-  if (TAKES_REF.has(sub) && ref === undefined) throw new UsageError(`keys ${sub} needs a KEY-REF (key id or 12-character prefix)`);
+  if (TAKES_REF.has(sub) && ref === undefined) throw new UsageError(`keys ${sub} needs a KEY-REF (key id, 12-character prefix or the full key)`);
 
-  const config = configFrom(v);
-  // Validate everything before touching the store.
-  let plan: (store: Store) => Promise<void>;
+  const adminUrl = adminUrlFrom(v);
+  // Remotely the server checks model ids against its own catalogue.
+  const config = adminUrl === undefined ? configFrom(v) : null;
+  const json = v.json === true;
+  // Validate everything before touching the store (or the admin API).
+  let plan: (issuer: IssuerClient) => Promise<void>;
   switch (sub) {
     case 'create': {
-      const mode = v.mode;
-      if (mode !== 'credit' && mode !== 'token') throw new UsageError('keys create needs --mode credit or --mode token');
-      let amount: number;
-      if (mode === 'credit') {
-        if (v.budget !== undefined) throw new UsageError('--budget is for token keys; credit keys take --balance USD');
-        if (typeof v.balance !== 'string') throw new UsageError('a credit key needs --balance USD');
-        const nano = parseUsd(v.balance);
-        if (nano === undefined) throw new UsageError(`--balance must be an amount in USD like 5 or 12.50, got '${v.balance}'`);
-        amount = nano;
-      } else {
-        if (v.balance !== undefined) throw new UsageError('--balance is for credit keys; token keys take --budget TOKENS');
-        amount = wholeNumber(v.budget, '--budget', 0);
-      }
-      const models = v.models === undefined ? null : modelList(v.models, config);
-      const limit = v.rpm === undefined ? null : rpm(v.rpm);
-      const inFlight = v.concurrency === undefined ? null : concurrency(v.concurrency);
-      const expiresAt = v.expires === undefined ? null : parseExpiry(v.expires as string);
-      const name = typeof v.name === 'string' ? v.name : null;
-      plan = async (store) => {
-        const secret = generateKey();
-        const key = await store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name, mode: mode as KeyMode, models, rpm: limit, concurrency: inFlight, expiresAt, amount });
-        warnIfPast(expiresAt);
-        printSecret(key, secret, store.account(key.account), v.json === true, 'Created');
+      const create = createPlan({ mode: v.mode, balance: v.balance, budget: v.budget, models: v.models, rpm: v.rpm, concurrency: v.concurrency, expires: v.expires, name: v.name }, config);
+      plan = async (issuer) => {
+        const made = await issuer.createKey(create);
+        warnIfPast(create.expiresAt);
+        await warnDisabled(issuer, create.models);
+        printSecret(made.key, made.secret, made.account, json, 'Created');
       };
       break;
     }
     case 'list':
-      plan = async (store) => {
-        const keys = store.allKeys();
-        if (v.json) {
-          process.stdout.write(`${JSON.stringify(keys.map((k) => keyJson(k, store.account(k.account))))}\n`);
+      plan = async (issuer) => {
+        const keys = await issuer.listKeys();
+        if (json) {
+          process.stdout.write(`${JSON.stringify(keys.map((k) => keyJson(k.key, k.account)))}\n`);
           return;
         }
         if (keys.length === 0) {
@@ -189,53 +167,42 @@ export async function keysCommand(sub: string | undefined, args: string[]): Prom
           return;
         }
         const now = Date.now();
+        const balances = balanceCells(keys);
         process.stdout.write(`${table(
           ['ID', 'PREFIX', 'MODE', 'STATE', 'BALANCE/BUDGET', 'RPM', 'EXPIRES', 'MODELS', 'NAME'],
-          keys.map((k) => {
-            const a = store.account(k.account);
-            return [k.id, k.prefix, k.mode, keyState(k, a, now), money(a), k.rpm === null ? '-' : String(k.rpm),
-              k.expiresAt === null ? 'never' : new Date(k.expiresAt).toISOString(), k.models === null ? 'all' : k.models.join(','), k.name ?? ''];
-          }),
+          keys.map(({ key: k, account: a }, i) => [k.id, k.prefix, k.mode, keyState(k, a, now), balances[i]!, k.rpm === null ? '-' : String(k.rpm),
+            k.expiresAt === null ? 'never' : new Date(k.expiresAt).toISOString(), k.models === null ? 'all' : k.models.join(','), k.name ?? '']),
         )}\n`);
       };
       break;
     case 'show':
-      plan = async (store) => {
-        const key = resolveKeyRef(store, ref!);
-        const account = store.account(key.account);
-        process.stdout.write(v.json ? `${JSON.stringify(keyJson(key, account))}\n` : `${describe(key, account)}\n`);
+      plan = async (issuer) => {
+        const { key, account } = await issuer.showKey(ref!);
+        process.stdout.write(json ? `${JSON.stringify(keyJson(key, account))}\n` : `${describe(key, account)}\n`);
       };
       break;
     case 'suspend':
     case 'resume': {
       const status = sub === 'suspend' ? 'suspended' : 'active';
-      plan = async (store) => {
-        const key = resolveKeyRef(store, ref!);
-        await store.updateKey(key.id, (k) => ({ ...k, status }));
+      plan = async (issuer) => {
+        const { key } = await issuer.setStatus(ref!, status);
         process.stdout.write(`${key.id} (${key.prefix}) is now ${status}\n`);
       };
       break;
     }
     case 'topup': {
-      if ((v.usd === undefined) === (v.tokens === undefined)) throw new UsageError('keys topup needs exactly one of --usd AMOUNT or --tokens N');
-      const usd = v.usd === undefined ? undefined : parseUsd(v.usd as string);
-      if (v.usd !== undefined && (usd === undefined || usd === 0)) throw new UsageError(`--usd must be a positive amount in USD like 5 or 12.50, got '${v.usd}'`);
-      const tokens = v.tokens === undefined ? undefined : wholeNumber(v.tokens, '--tokens', 1);
-      plan = async (store) => {
-        const key = resolveKeyRef(store, ref!);
-        if (key.mode === 'credit' && usd === undefined) throw new UsageError(`${key.id} is a credit key: top it up with --usd`);
-        if (key.mode === 'token' && tokens === undefined) throw new UsageError(`${key.id} is a token key: top it up with --tokens`);
-        const account = await store.topUp(key.account, (usd ?? tokens)!);
+      const topUp = topUpPlan({ usd: v.usd, tokens: v.tokens });
+      plan = async (issuer) => {
+        const { key, account } = await issuer.topUp(ref!, topUp);
         process.stdout.write(`${key.id} (${key.prefix}) now has ${money(account)}\n`);
       };
       break;
     }
     case 'extend': {
       if (typeof v.expires !== 'string') throw new UsageError('keys extend needs --expires ISO-8601 or --expires never');
-      const expiresAt = v.expires === 'never' ? null : parseExpiry(v.expires);
-      plan = async (store) => {
-        const key = resolveKeyRef(store, ref!);
-        await store.updateKey(key.id, (k) => ({ ...k, expiresAt }));
+      const expiresAt = expiresField(v.expires, true);
+      plan = async (issuer) => {
+        const { key } = await issuer.extend(ref!, expiresAt);
         warnIfPast(expiresAt);
         process.stdout.write(`${key.id} (${key.prefix}) expires ${expiresAt === null ? 'never' : new Date(expiresAt).toISOString()}\n`);
       };
@@ -248,38 +215,40 @@ export async function keysCommand(sub: string | undefined, args: string[]): Prom
       if (v.models === undefined && !v['all-models'] && v.rpm === undefined && !v['no-rpm'] && v.concurrency === undefined && !v['no-concurrency'] && v.name === undefined) {
         throw new UsageError('keys set needs at least one of --models, --all-models, --rpm, --no-rpm, --concurrency, --no-concurrency, --name');
       }
-      const models = v.models !== undefined ? modelList(v.models, config) : undefined;
-      const limit = v.rpm !== undefined ? rpm(v.rpm) : undefined;
-      const inFlight = v.concurrency !== undefined ? concurrency(v.concurrency) : undefined;
-      plan = async (store) => {
-        const key = resolveKeyRef(store, ref!);
-        const next = await store.updateKey(key.id, (k) => ({
-          ...k,
-          models: v['all-models'] ? null : models ?? k.models,
-          rpm: v['no-rpm'] ? null : limit ?? k.rpm,
-          concurrency: v['no-concurrency'] ? null : inFlight ?? k.concurrency,
-          name: typeof v.name === 'string' ? v.name : k.name,
-        }));
-        process.stdout.write(`${describe(next!, store.account(key.account))}\n`);
+      const settings = settingsPlan({
+        models: v['all-models'] ? null : v.models,
+        rpm: v['no-rpm'] ? null : v.rpm,
+        concurrency: v['no-concurrency'] ? null : v.concurrency,
+        name: v.name,
+      }, config);
+      plan = async (issuer) => {
+        const { key, account } = await issuer.updateSettings(ref!, settings);
+        await warnDisabled(issuer, settings.models ?? null);
+        process.stdout.write(json ? `${JSON.stringify(keyJson(key, account))}\n` : `${describe(key, account)}\n`);
       };
       break;
     }
     case 'rotate':
-      plan = async (store) => {
-        const key = resolveKeyRef(store, ref!);
-        const secret = generateKey();
-        const next = await store.rotateKey(key.id, hashKey(secret), displayPrefix(secret));
-        printSecret(next!, secret, store.account(next!.account), v.json === true, 'Rotated: new');
-        if (!v.json) process.stdout.write(`\nThe old key ${key.id} (${key.prefix}) stays active until you suspend it: tollgate keys suspend ${key.id}\n`);
+      plan = async (issuer) => {
+        const { key, account, secret, old } = await issuer.rotate(ref!);
+        printSecret(key, secret, account, json, 'Rotated: new');
+        if (!json) process.stdout.write(`\nThe old key ${old.id} (${old.prefix}) stays active until you suspend it: tollgate keys suspend ${old.id}\n`);
       };
       break;
     default:
       throw new UsageError(`unknown keys subcommand '${sub}'`);
   }
-  const store = openStore(v, config);
+  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(openStore(v, config!), config!);
   try {
-    await plan(store);
+    await plan(issuer);
   } finally {
-    await store.close();
+    await issuer.close();
+  }
+}
+
+/** An allowlist naming a switched-off model: the key cannot call it until it is switched on. */
+async function warnDisabled(issuer: IssuerClient, models: string[] | null): Promise<void> {
+  for (const id of await issuer.disabledModels(models)) {
+    process.stderr.write(`warning: model ${id} is switched off; this key cannot call it until: tollgate models enable ${id}\n`);
   }
 }

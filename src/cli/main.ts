@@ -1,6 +1,8 @@
 #!/usr/bin/env node
+import { createRequire } from 'node:module';
+import { IssuerError } from '../issuer/errors.js';
 import { UsageError } from './common.js';
-import { KEYS_USAGE, MODELS_USAGE, SERVE_USAGE } from './usage-text.js';
+import { AUDIT_USAGE, KEYS_USAGE, MODELS_USAGE, SERVE_USAGE } from './usage-text.js';
 
 // Each command loads only its own modules: `tollgate keys …` does not load the server.
 const USAGE = `tollgate — a metering gateway for hosted language models
@@ -8,7 +10,9 @@ const USAGE = `tollgate — a metering gateway for hosted language models
 ${SERVE_USAGE}
 ${KEYS_USAGE}
 ${MODELS_USAGE}
+${AUDIT_USAGE}
 tollgate demo
+tollgate --version
 
 Every command takes --config FILE and --data DIR (or TOLLGATE_CONFIG, TOLLGATE_DATA_DIR).`;
 
@@ -21,6 +25,15 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./keys.js')).keysCommand(sub, rest);
     case 'models':
       return (await import('./models.js')).modelsCommand(sub, rest);
+    case 'audit':
+      return (await import('./audit.js')).auditCommand(argv.slice(1));
+    case 'version':
+    case '--version':
+    case '-v': {
+      const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+      process.stdout.write(`tollgate ${version} (node ${process.version})\n`);
+      return;
+    }
     case 'demo':
       return (await import('./demo.js')).demoCommand(argv.slice(1));
     case undefined:
@@ -36,7 +49,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  if (err instanceof UsageError) {
+  if (err instanceof UsageError || err instanceof IssuerError) {
     process.stderr.write(`tollgate: ${err.message}\n`);
     process.exit(2);
   }

@@ -1,46 +1,47 @@
+import { IssuerError } from '../issuer/errors.js';
 import { configFrom, openStore, parse, table, UsageError } from './common.js';
+import { adminUrlFrom, localIssuer, remoteIssuer } from './issuer-client.js';
 import { MODELS_USAGE } from './usage-text.js';
 
 export async function modelsCommand(sub: string | undefined, args: string[]): Promise<void> {
-  if (sub !== 'list' && sub !== 'enable' && sub !== 'disable') {
-    throw new UsageError(sub === undefined ? 'models needs a subcommand (list, enable, disable)' : `unknown models subcommand '${sub}'`);
+  if (sub === 'help' || sub === '--help' || sub === '-h') {
+    process.stdout.write(`${MODELS_USAGE}\n`);
+    return;
   }
-  const parsed = parse(args, sub === 'list' ? { json: { type: 'boolean' } } : {}, sub === 'list' ? 0 : 1);
+  if (sub !== 'list' && sub !== 'enable' && sub !== 'disable') {
+    throw new UsageError(sub === undefined ? 'models needs a subcommand (list, enable, disable; try: tollgate models help)' : `unknown models subcommand '${sub}' (try: tollgate models help)`);
+  }
+  const parsed = parse(args, { ...(sub === 'list' ? { json: { type: 'boolean' } } : {}), 'admin-url': { type: 'string' } }, sub === 'list' ? 0 : 1);
   if (parsed.values.help) {
     process.stdout.write(`${MODELS_USAGE}\n`);
     return;
   }
-  const config = configFrom(parsed.values);
+  const adminUrl = adminUrlFrom(parsed.values);
+  const config = adminUrl === undefined ? configFrom(parsed.values) : null;
   const id = parsed.positionals[0];
   if (sub !== 'list') {
     if (id === undefined) throw new UsageError(`models ${sub} needs a MODEL-ID`);
-    if (!config.models.has(id)) throw new UsageError(`unknown model '${id}' (see: tollgate models list)`);
+    if (config !== null && !config.models.has(id)) throw new IssuerError('unknown_model', 'id', () => `unknown model '${id}' (see: tollgate models list)`);
   }
-  const store = openStore(parsed.values, config);
+  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(openStore(parsed.values, config!), config!);
   try {
     if (sub !== 'list') {
-      await store.setModelSwitch(id!, sub === 'enable');
+      await issuer.setModel(id!, sub === 'enable');
       process.stdout.write(`${id} is now ${sub === 'enable' ? 'enabled' : 'disabled'}\n`);
       return;
     }
-    const models = [...config.models.values()].map((m) => ({
-      id: m.id,
-      provider: m.provider.name,
-      endpoints: [...m.endpoints],
-      enabled: store.modelSwitch(m.id) ?? m.enabledByDefault,
-      price: m.rawPrice,
-      contextWindow: m.contextWindow,
-      capabilities: m.capabilities,
-    }));
+    const models = await issuer.listModels();
     if (parsed.values.json) {
       process.stdout.write(`${JSON.stringify(models)}\n`);
       return;
     }
     process.stdout.write(`${table(
       ['MODEL', 'PROVIDER', 'ENDPOINTS', 'ENABLED', 'INPUT $/M', 'OUTPUT $/M', 'CONTEXT'],
-      models.map((m) => [m.id, m.provider, m.endpoints.join(','), m.enabled ? 'yes' : 'no', String(m.price.input), String(m.price.output), m.contextWindow === null ? '-' : String(m.contextWindow)]),
+      models.map((m) => [m.id, m.usable ? m.provider : `${m.provider} (unusable: no credential)`, m.endpoints.join(','), m.enabled ? 'yes' : 'no', String(m.price.input), String(m.price.output), m.contextWindow === null ? '-' : String(m.contextWindow)]),
     )}\n`);
+    const unusable = [...new Set(models.filter((m) => !m.usable).map((m) => m.provider))];
+    if (unusable.length > 0) process.stdout.write(`\nProviders without a credential (their models answer model_not_available): ${unusable.join(', ')}\n`);
   } finally {
-    await store.close();
+    await issuer.close();
   }
 }

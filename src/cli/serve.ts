@@ -1,23 +1,40 @@
 import cluster from 'node:cluster';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createAdminServer } from '../admin/listener.js';
+import type { Readiness } from '../admin/health.js';
+import type { Config } from '../config/types.js';
 import { createGateway } from '../server.js';
 import { log } from '../log.js';
+import { stdoutAccessLog } from '../observe/access-log.js';
+import { answerClusterMetricRequests, clusterMetrics, Metrics } from '../observe/metrics.js';
 import { configFrom, dataDirFrom, parse, UsageError, wholeNumber } from './common.js';
 import { assertFixedLmdbBinding } from '../store/binding.js';
 import { Store } from '../store/lmdb.js';
+import { RetentionSweeper } from '../store/retention.js';
 import { SERVE_USAGE } from './usage-text.js';
 
 const SERVE_OPTIONS = {
   host: { type: 'string' },
   port: { type: 'string' },
   workers: { type: 'string' },
+  'admin-port': { type: 'string' },
 } as const;
+
+/** Where the admin listener goes, when it is opened at all (interface.md, "The admin listener"). */
+interface AdminPlan { host: string; port: number; token: string | undefined }
 
 /**
  * `tollgate serve`: one process, or with --workers N a node:cluster primary that forks N
  * workers sharing the port and the LMDB environment (LMDB's write lock keeps balances and rate
  * windows exact across them). Prints `listening on http://HOST:PORT` once connections are
- * accepted; SIGTERM or SIGINT drains requests in flight, then exits 0.
+ * accepted; SIGTERM or SIGINT turns /readyz to 503 at once, drains requests in flight, then
+ * exits 0.
+ *
+ * The admin listener, the retention sweep and the metrics endpoint live in the one process
+ * that is not a worker: the single process, or the cluster's primary, which sums its workers'
+ * metrics (prom-client's AggregatorRegistry over the IPC channel) and opens the store itself
+ * for the admin API.
  */
 export async function serveCommand(args: string[]): Promise<void> {
   const { values } = parse(args, SERVE_OPTIONS, 0);
@@ -32,33 +49,48 @@ export async function serveCommand(args: string[]): Promise<void> {
   const workers = values.workers === undefined ? 1 : wholeNumber(values.workers, '--workers', 1, 256);
   const dataDir = dataDirFrom(values, config);
   if (host.length === 0) throw new UsageError('--host must not be empty');
+  const adminPort = values['admin-port'] === undefined ? config.admin.port : wholeNumber(values['admin-port'], '--admin-port', 0, 65535);
+  const token = process.env[config.admin.tokenEnv] || undefined;
+  const admin: AdminPlan | null = token !== undefined || values['admin-port'] !== undefined || config.admin.portGiven
+    ? { host: config.admin.host, port: adminPort, token }
+    : null;
 
   if (workers > 1 && cluster.isPrimary) {
     assertFixedLmdbBinding(); // once, here, rather than once per worker that would fail on it
-    return runPrimary(workers);
+    warnUnusableProviders(config);
+    return runPrimary(workers, config, dataDir, admin);
   }
 
-  for (const provider of config.providers.values()) {
-    if (!process.env[provider.apiKeyEnv] && cluster.isPrimary) {
-      log('warn', 'provider_credential_missing', { provider: provider.name, env: provider.apiKeyEnv });
-    }
-  }
+  if (cluster.isPrimary) warnUnusableProviders(config);
   const store = Store.open(dataDir, config.storage);
-  const gateway = createGateway(config, store);
-  await new Promise<void>((resolve, reject) => {
-    gateway.server.once('error', reject);
-    gateway.server.listen(port, host, () => resolve());
-  });
-  const address = gateway.server.address() as AddressInfo;
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  const metrics = new Metrics();
+  answerClusterMetricRequests(metrics);
+  const accessLog = config.log.access ? stdoutAccessLog() : null;
+  const gateway = createGateway(config, store, { metrics, accessLog });
+  await listen(gateway.server, port, host);
+  const url = urlOf(gateway.server);
   if (cluster.isWorker) process.send?.({ listening: url });
   else process.stdout.write(`tollgate listening on ${url}\n`);
+
+  let adminServer: Server | null = null;
+  let sweeper: RetentionSweeper | null = null;
+  if (cluster.isPrimary) {
+    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
+    adminServer = await openAdmin(admin, config, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
+    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays });
+    sweeper.start();
+  }
 
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
+    // At once, before anything closes: a load balancer polling /readyz stops sending now.
+    gateway.draining = true;
     void gateway.close()
+      .then(() => closeServer(adminServer))
+      .then(() => sweeper?.stop())
+      .then(() => accessLog?.flush())
       .then(() => store.close())
       .then(() => process.exit(0), () => process.exit(1));
   };
@@ -68,21 +100,79 @@ export async function serveCommand(args: string[]): Promise<void> {
   if (cluster.isWorker) process.on('disconnect', stop);
 }
 
+/** Providers whose credential variable is unset: named once at start-up; their models answer model_not_available. */
+function warnUnusableProviders(config: Config): void {
+  for (const provider of config.providers.values()) {
+    if (!process.env[provider.apiKeyEnv]) {
+      log('warn', 'provider_credential_missing', {
+        provider: provider.name, env: provider.apiKeyEnv,
+        consequence: 'its models answer model_not_available until the variable is set and the server restarted',
+      });
+    }
+  }
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+}
+
+function urlOf(server: Server): string {
+  const address = server.address() as AddressInfo;
+  return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+}
+
+function closeServer(server: Server | null): Promise<void> {
+  if (server === null) return Promise.resolve();
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+async function openAdmin(plan: AdminPlan | null, config: Config, store: Store, metrics: { text(): Promise<string>; contentType: string }, readiness: Readiness): Promise<Server | null> {
+  if (plan === null) return null;
+  const server = createAdminServer({ store, config, env: process.env, token: plan.token, metrics, readiness });
+  await listen(server, plan.port, plan.host);
+  process.stdout.write(`admin listening on ${urlOf(server)}\n`);
+  if (plan.token === undefined) log('warn', 'admin_token_missing', { env: config.admin.tokenEnv, consequence: 'every /admin/v1/ request is refused with invalid_admin_token' });
+  return server;
+}
+
 /** More unexpected worker exits than this within a minute, and the primary gives up (exit 1). */
 const RESTARTS_PER_MINUTE = 10;
 
-function runPrimary(workers: number): Promise<void> {
+function runPrimary(workers: number, config: Config, dataDir: string, admin: AdminPlan | null): Promise<void> {
   return new Promise((resolve) => {
     let listening = 0;
     let announced = false;
     let stopping = false;
     let exitCode = 0;
     const exits: number[] = [];
+    let store: Store | null = null;
+    let adminServer: Server | null = null;
+    let sweeper: RetentionSweeper | null = null;
+    const metrics = clusterMetrics();
     for (let i = 0; i < workers; i++) cluster.fork();
     cluster.on('message', (_worker, message: { listening?: string }) => {
       if (message?.listening && ++listening === workers && !announced) {
         announced = true;
         process.stdout.write(`tollgate listening on ${message.listening} (${workers} workers)\n`);
+        store = Store.open(dataDir, config.storage);
+        const s = store;
+        sweeper = new RetentionSweeper(s, { retentionDays: config.storage.retentionDays });
+        sweeper.start();
+        const readiness: Readiness = {
+          draining: () => stopping,
+          storeAnswers: () => s.answers(),
+          notReady: () => (Object.keys(cluster.workers ?? {}).length === 0 ? 'no_workers' : null),
+        };
+        openAdmin(admin, config, s, metrics, readiness).then((server) => {
+          adminServer = server;
+          if (stopping) void closeServer(server);
+        }, (err: unknown) => giveUp(`the admin listener cannot start: ${(err as Error).message}`));
       }
     });
     const stop = (): void => {
@@ -93,8 +183,13 @@ function runPrimary(workers: number): Promise<void> {
     };
     const exitWhenAllGone = (): void => {
       if (Object.keys(cluster.workers ?? {}).length > 0) return;
-      resolve();
-      process.exit(exitCode);
+      void closeServer(adminServer)
+        .then(() => sweeper?.stop())
+        .then(() => store?.close())
+        .finally(() => {
+          resolve();
+          process.exit(exitCode);
+        });
     };
     const giveUp = (why: string): void => {
       exitCode = 1;

@@ -1,6 +1,6 @@
 /** The usage lines of each command, kept apart so `tollgate help` loads no command module. */
 
-export const SERVE_USAGE = 'tollgate serve [--config FILE] [--host H] [--port N] [--data DIR] [--workers N]';
+export const SERVE_USAGE = 'tollgate serve [--config FILE] [--host H] [--port N] [--data DIR] [--workers N] [--admin-port N]';
 
 export const KEYS_USAGE = `tollgate keys create --mode credit --balance USD  [--models ID,ID…] [--rpm N] [--concurrency N] [--expires ISO-8601] [--name TEXT] [--json]
 tollgate keys create --mode token  --budget TOKENS [--models ID,ID…] [--rpm N] [--concurrency N] [--expires ISO-8601] [--name TEXT] [--json]
@@ -10,11 +10,16 @@ tollgate keys suspend KEY-REF
 tollgate keys resume  KEY-REF
 tollgate keys topup   KEY-REF (--usd AMOUNT | --tokens N)
 tollgate keys extend  KEY-REF --expires ISO-8601|never
-tollgate keys set     KEY-REF [--models ID,ID…|--all-models] [--rpm N|--no-rpm] [--concurrency N|--no-concurrency] [--name TEXT]
+tollgate keys set     KEY-REF [--models ID,ID…|--all-models] [--rpm N|--no-rpm] [--concurrency N|--no-concurrency] [--name TEXT] [--json]
 tollgate keys rotate  KEY-REF [--json]
-KEY-REF is a key's id (key_…) or its 12-character prefix (gw_live_ + 4).`;
+KEY-REF is a key's id (key_…), its 12-character prefix (gw_live_ + 4) or the full key.
+With --admin-url URL (or TOLLGATE_ADMIN_URL) the command goes through that admin API (token: TOLLGATE_ADMIN_TOKEN).`;
 
 export const MODELS_USAGE = `tollgate models list  [--json]
 tollgate models enable  MODEL-ID
-tollgate models disable MODEL-ID`;
+tollgate models disable MODEL-ID
+With --admin-url URL (or TOLLGATE_ADMIN_URL) the command goes through that admin API (token: TOLLGATE_ADMIN_TOKEN).`;
+
+export const AUDIT_USAGE = `tollgate audit [--key KEY-REF] [--json]
+Every issuer change (keys, models), oldest first: when, what, which key, by whom.`;
 

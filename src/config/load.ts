@@ -141,10 +141,11 @@ function compileLimits(raw: Json): Limits {
 }
 
 function compileStorage(raw: Json): Config['storage'] {
-  const storage: Config['storage'] = { fsync: 'interval', fsyncIntervalMs: 100 };
+  const storage: Config['storage'] = { fsync: 'interval', fsyncIntervalMs: 100, retentionDays: 400 };
   if (raw === undefined) return storage;
   const st = object(raw, 'storage');
-  onlyFields(st, 'storage', ['fsync', 'fsyncIntervalMs']);
+  onlyFields(st, 'storage', ['fsync', 'fsyncIntervalMs', 'retentionDays']);
+  if (st.retentionDays !== undefined) storage.retentionDays = integer(st.retentionDays, 'storage.retentionDays', 1, 36_500);
   if (st.fsync !== undefined) {
     if (st.fsync !== 'interval' && st.fsync !== 'commit') throw new ConfigError('storage.fsync', 'must be "interval" or "commit"');
     storage.fsync = st.fsync;
@@ -153,12 +154,57 @@ function compileStorage(raw: Json): Config['storage'] {
   return storage;
 }
 
+function compileAdmin(raw: Json): Config['admin'] {
+  const admin: Config['admin'] = { host: '127.0.0.1', port: 8081, tokenEnv: 'TOLLGATE_ADMIN_TOKEN', portGiven: false };
+  if (raw === undefined) return admin;
+  const a = object(raw, 'admin');
+  onlyFields(a, 'admin', ['host', 'port', 'tokenEnv']);
+  if (a.host !== undefined) admin.host = string(a.host, 'admin.host');
+  if (a.port !== undefined) {
+    admin.port = integer(a.port, 'admin.port', 0, 65535);
+    admin.portGiven = true;
+  }
+  if (a.tokenEnv !== undefined) {
+    admin.tokenEnv = string(a.tokenEnv, 'admin.tokenEnv');
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(admin.tokenEnv)) throw new ConfigError('admin.tokenEnv', 'must be an environment variable name');
+  }
+  return admin;
+}
+
+function compileLog(raw: Json): Config['log'] {
+  if (raw === undefined) return { access: true };
+  const l = object(raw, 'log');
+  onlyFields(l, 'log', ['access']);
+  if (l.access !== undefined && typeof l.access !== 'boolean') throw new ConfigError('log.access', 'must be true or false');
+  return { access: l.access !== false };
+}
+
+/**
+ * A file that names its own providers but no catalogue (or no catalogProvider) gets the
+ * built-in catalogue's models of those providers, and catalogue providers among them: a file
+ * with only `providers.openai` is a whole configuration.
+ */
+function defaultsFollowingProviders(given: Record<string, Json>): Record<string, Json> {
+  if (!isObject(given.providers)) return {};
+  const names = Object.keys(given.providers);
+  const out: Record<string, Json> = {};
+  if (given.models === undefined) {
+    out.models = Object.fromEntries(Object.entries(DEFAULT_CONFIG.models).filter(([, m]) => names.includes(m.provider)));
+  }
+  if (given.catalogProvider === undefined && names.length > 0) {
+    const pick = (preferred: string): string => (names.includes(preferred) ? preferred : names[0]!);
+    out.catalogProvider = { openai: pick('openai'), anthropic: pick('anthropic') };
+  }
+  return out;
+}
+
 /** Validates a parsed configuration object and compiles it into the tables the server uses. */
 export function compileConfig(raw: Json, file: string | null): Config {
   // A section the file leaves out is the built-in default's: a file that only sets the port
   // keeps the default providers and catalogue.
-  const c: Record<string, Json> = { ...DEFAULT_CONFIG, ...object(raw, '(top level)') };
-  onlyFields(c, '', ['server', 'dataDir', 'providers', 'catalogProvider', 'models', 'limits', 'storage']);
+  const given = object(raw, '(top level)');
+  const c: Record<string, Json> = { ...DEFAULT_CONFIG, ...given, ...defaultsFollowingProviders(given) };
+  onlyFields(c, '', ['server', 'dataDir', 'providers', 'catalogProvider', 'models', 'limits', 'storage', 'admin', 'log']);
   let host = '127.0.0.1';
   let port = 8080;
   if (c.server !== undefined) {
@@ -188,7 +234,7 @@ export function compileConfig(raw: Json, file: string | null): Config {
   const models = new Map<string, Model>();
   for (const [id, m] of Object.entries(object(c.models, 'models'))) models.set(id, compileModel(id, m, providers));
 
-  return { file, host, port, dataDir, providers, catalogProvider, models, limits: compileLimits(c.limits), storage: compileStorage(c.storage) };
+  return { file, host, port, dataDir, providers, catalogProvider, models, limits: compileLimits(c.limits), storage: compileStorage(c.storage), admin: compileAdmin(c.admin), log: compileLog(c.log) };
 }
 
 /**

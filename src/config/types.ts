@@ -35,7 +35,12 @@ export interface RawLimits {
 export interface RawStorage {
   fsync?: 'interval' | 'commit';
   fsyncIntervalMs?: number;
+  /** Usage records older than this many days are deleted (daily totals are kept). */
+  retentionDays?: number;
 }
+
+/** The operators' listener (interface.md, "The admin listener"). */
+export interface RawAdmin { host?: string; port?: number; tokenEnv?: string }
 
 /** The configuration file as written (see interface.md). */
 export interface RawConfig {
@@ -46,6 +51,8 @@ export interface RawConfig {
   models: Record<string, RawModel>;
   limits?: RawLimits;
   storage?: RawStorage;
+  admin?: RawAdmin;
+  log?: { access?: boolean };
 }
 
 /** Prices compiled to integer nUSD per token (see money.ts). */
@@ -94,5 +101,8 @@ export interface Config {
   catalogProvider: { openai: Provider; anthropic: Provider };
   models: ReadonlyMap<string, Model>;
   limits: Limits;
-  storage: { fsync: 'interval' | 'commit'; fsyncIntervalMs: number };
+  storage: { fsync: 'interval' | 'commit'; fsyncIntervalMs: number; retentionDays: number };
+  /** `portGiven`: the file set admin.port, which opens the listener even without a token. */
+  admin: { host: string; port: number; tokenEnv: string; portGiven: boolean };
+  log: { access: boolean };
 }

@@ -6,6 +6,7 @@ import { UsageChunkFilter } from '../formats/usage-chunk-filter.js';
 import { sendError } from '../http/errors.js';
 import { clientResponseHeaders, pickUpstreamHeaders } from '../http/headers.js';
 import { log } from '../log.js';
+import { expectRecord, noteFirstByte, noteRecord } from '../observe/call.js';
 import { chargeFor } from '../meter/charge.js';
 import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
@@ -99,6 +100,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     (res as TrackedResponse)[kExchange] = this;
     res.on('close', onResponseClose);
     res.on('drain', onResponseDrain);
+    if (metering !== null) expectRecord(res);
   }
 
   // ── undici handler ──────────────────────────────────────────────────────
@@ -111,6 +113,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     if (statusCode < 200) return true;
     this.resumeUpstream = resume;
     this.status = statusCode;
+    noteFirstByte(this.res);
     this.headersReceived = true;
     const picked = pickUpstreamHeaders(rawHeaders);
     this.upstreamRequestId = picked.requestId;
@@ -331,6 +334,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       estimated: u !== undefined && o.estimated,
       clientGone: this.clientGone,
     };
+    noteRecord(this.res, record);
     m.store.record(m.key, record, charge, this);
   }
 }

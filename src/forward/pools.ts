@@ -7,6 +7,8 @@ export interface Upstream {
   pool: Pool;
   /** The provider's own credential header, from the environment variable the config names. */
   credential: readonly [string, string];
+  /** False when the provider's credential variable is unset or empty: it is never called then. */
+  usable: boolean;
   /** Headers the provider requires when the client did not send them. */
   defaults: readonly [string, string][];
 }
@@ -28,6 +30,7 @@ export function buildUpstreams(config: Config, env: NodeJS.ProcessEnv = process.
         keepAliveTimeout: 30_000,
         connect: { timeout: 10_000 },
       }),
+      usable: secret.length > 0,
       credential: provider.auth === 'bearer' ? ['authorization', `Bearer ${secret}`] : ['x-api-key', secret],
       // Anthropic refuses a Messages call without a version; SDKs send one, curl users may not.
       defaults: provider.auth === 'x-api-key' ? [['anthropic-version', '2023-06-01']] : [],

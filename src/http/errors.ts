@@ -1,10 +1,13 @@
 import type { ServerResponse } from 'node:http';
+import { noteCode } from '../observe/call.js';
 import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
 
 /**
  * The gateway's own errors: the spec's twelve, plus those of our own design where the spec
  * leaves the matter open: `request_too_large` (maximum size), `concurrency_limit_exceeded`
- * (per-key concurrency, interface.md) and `store_unavailable` (the store failed: fail closed).
+ * (per-key concurrency, interface.md), `store_unavailable` (the store failed: fail closed) and
+ * `internal_error` (a fault inside the gateway: a 500 of its own, so that a bug is never
+ * reported as the provider's `upstream_unavailable`).
  */
 export const GATEWAY_ERRORS = {
   missing_api_key: [401, 'invalid_request_error', 'No API key was provided. Send it as "Authorization: Bearer <key>" or in the "x-api-key" header.'],
@@ -22,6 +25,7 @@ export const GATEWAY_ERRORS = {
   request_too_large: [413, 'invalid_request_error', 'The request body is larger than this gateway accepts.'],
   concurrency_limit_exceeded: [429, 'rate_limit_error', 'This API key has as many calls in flight as it may have at once. Retry when one of them has finished.'],
   store_unavailable: [503, 'api_error', 'The gateway cannot reach its store right now, so it cannot check or bill this call. Nothing was forwarded or billed. Retry shortly.'],
+  internal_error: [500, 'api_error', 'The gateway failed while handling this request. Nothing was billed; quote the x-request-id when reporting it.'],
 } as const;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
@@ -49,6 +53,7 @@ export function errorBody(code: GatewayErrorCode): Buffer {
 /** Sends one of the gateway's errors; `retryAfter` (seconds) goes with `rate_limit_exceeded`. */
 export function sendError(res: ServerResponse, code: GatewayErrorCode, requestId: string, retryAfter?: number): void {
   const e = PREPARED.get(code)!;
+  noteCode(res, code);
   const headers = retryAfter === undefined
     ? withRequestId(e.headers, requestId)
     : [...e.headers, 'x-request-id', requestId, 'retry-after', String(retryAfter)];

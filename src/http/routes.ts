@@ -1,7 +1,7 @@
 import type { Endpoint } from '../config/types.js';
 import type { KeyMode } from '../store/types.js';
 
-export type RouteKind = 'inference' | 'models' | 'usage-page' | 'usage-api';
+export type RouteKind = 'inference' | 'models' | 'usage-page' | 'usage-api' | 'healthz' | 'readyz';
 
 export interface Route {
   kind: RouteKind;
@@ -80,5 +80,8 @@ export function buildRoutes(): RouteTrie {
   }
   trie.add('/usage', { kind: 'usage-page', method: 'GET', surface: null, endpoint: null, upstreamPath: '' });
   trie.add('/usage/api', { kind: 'usage-api', method: 'GET', surface: null, endpoint: null, upstreamPath: '' });
+  // For load balancers: the same answers as on the admin listener (src/admin/health.ts).
+  trie.add('/healthz', { kind: 'healthz', method: 'GET', surface: null, endpoint: null, upstreamPath: '' });
+  trie.add('/readyz', { kind: 'readyz', method: 'GET', surface: null, endpoint: null, upstreamPath: '' });
   return trie;
 }

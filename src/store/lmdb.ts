@@ -91,7 +91,7 @@ export class Store {
   private admits: Array<[KeyRecord, string, number, AdmitListener]> = [];
   private holds: Array<[KeyRecord, string, Hold, HoldListener]> = [];
   private releases: Array<[KeyRecord, string]> = [];
-  private records: Array<[KeyRecord, UsageRecord, Charge, CommitListener]> = [];
+  private records: Array<[KeyRecord, UsageRecord, Charge, CommitListener, boolean]> = [];
   private flushScheduled = false;
   /** This process's id as the owner of its calls in flight, once it serves (see serveCalls). */
   private owner: string | null = null;
@@ -171,7 +171,7 @@ export class Store {
    * lmdb-js's asynchronous write thread.
    */
   private async writeNow<T>(change: () => T): Promise<T> {
-    return this.root.transactionSync(change);
+    return this.root.transactionSync(() => this.auditedResult(change()));
   }
 
   // ── keys ────────────────────────────────────────────────────────────────
@@ -308,9 +308,13 @@ export class Store {
    * one was taken for dead, is not charged again). Queued for this turn's group commit;
    * `listener` is told once it is committed, so the caller can hold back the response's last
    * byte until then.
+   *
+   * `settles: false` is for a record that is not a forwarded call's settlement (a call that
+   * failed inside the gateway): it is stored whether or not the call has an entry in flight,
+   * and ends that entry if it has one.
    */
-  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener): void {
-    this.records.push([key, usage, charge, listener]);
+  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true): void {
+    this.records.push([key, usage, charge, listener, settles]);
     this.schedule();
   }
 
@@ -453,10 +457,10 @@ export class Store {
    * day totals summed per (key, day, model): one read and one write each per group, not per
    * request (at c=32 these puts were ≈ 9 % of the gateway's CPU, bench/profile.ts).
    */
-  private applyRecords(records: Array<[KeyRecord, UsageRecord, Charge, CommitListener]>, accounts: AccountCache): void {
+  private applyRecords(records: Array<[KeyRecord, UsageRecord, Charge, CommitListener, boolean]>, accounts: AccountCache): void {
     const days = new Map<string, [[string, string, string], DailyRow]>();
-    for (const [key, usage, charge] of records) {
-      if (!this.endCall(key.id, usage.callId, accounts)) {
+    for (const [key, usage, charge, , settles] of records) {
+      if (!this.endCall(key.id, usage.callId, accounts) && settles) {
         log('warn', 'call_already_settled', { requestId: usage.callId, keyPrefix: key.prefix });
         continue;
       }
@@ -621,6 +625,103 @@ export class Store {
     }
     return days;
   }
+
+  // ── operating it: audit trail, retention, readiness (kept apart from the rest) ──
+  //
+  // The audit trail is its own sub-database, opened on first use: [at, entry id] → AuditRow.
+  // An issuer change made through `audited()` writes its entry inside the same transaction as
+  // the change itself, so a change is never without its entry, nor an entry without its change.
+
+  private auditDb: Database<AuditRow, [number, string]> | null = null;
+  private auditNext: ((result: unknown) => AuditEntry | undefined) | null = null;
+  private auditSeq = 0;
+
+  private get audit(): Database<AuditRow, [number, string]> {
+    return (this.auditDb ??= this.root.openDB({ name: 'audit' }));
+  }
+
+  /** Runs an issuer change (one of the methods above) and records `entry(result)` with it. */
+  async audited<T>(entry: (result: T) => AuditEntry | undefined, change: () => Promise<T>): Promise<T> {
+    this.auditNext = entry as (result: unknown) => AuditEntry | undefined;
+    try {
+      return await change();
+    } finally {
+      this.auditNext = null;
+    }
+  }
+
+  /** Inside writeNow's transaction: the pending audit entry for this change's result. */
+  private auditedResult<T>(result: T): T {
+    const make = this.auditNext;
+    this.auditNext = null;
+    const e = make?.(result);
+    if (e !== undefined) {
+      this.audit.put([e.at, `${process.pid.toString(36)}.${(this.auditSeq++).toString(36)}`], [e.at, e.action, e.keyId, e.actor, e.address, JSON.stringify(e.detail)]);
+    }
+    return result;
+  }
+
+  /** Audit entries, oldest first; only those of `keyId` when given. */
+  auditTrail(keyId?: string, limit = 10_000): AuditEntry[] {
+    const list: AuditEntry[] = [];
+    for (const { value: r } of this.audit.getRange()) {
+      if (keyId !== undefined && r[2] !== keyId) continue;
+      list.push({ at: r[0], action: r[1], keyId: r[2], actor: r[3], address: r[4], detail: JSON.parse(r[5]) as Record<string, unknown> });
+      if (list.length === limit) break;
+    }
+    return list;
+  }
+
+  /** A key's usage records with `from <= at < to`, oldest first, at most `limit`. */
+  usageBetween(keyId: string, from: number, to: number, limit: number): UsageRecord[] {
+    const list: UsageRecord[] = [];
+    for (const { value } of this.usage.getRange({ start: [keyId, from, ''], end: [keyId, to, ''], limit })) list.push(rowToUsage(value));
+    return list;
+  }
+
+  /**
+   * Retention: deletes up to `limit` usage records older than `before` (epoch ms), visiting
+   * keys in id order from `fromKeyId`; returns how many went and the key id to go on from
+   * (null once every key was visited). Daily totals are kept. One small synchronous
+   * transaction per call, so a sweep interleaves with the request path's group commits
+   * (cost per batch: bench/retention.ts).
+   */
+  deleteUsageBefore(before: number, limit: number, fromKeyId: string): { deleted: number; next: string | null } {
+    const doomed: [string, number, string][] = [];
+    let next: string | null = null;
+    for (const keyId of this.keyIds.getKeys({ start: fromKeyId })) {
+      if (doomed.length >= limit) {
+        next = keyId;
+        break;
+      }
+      for (const key of this.usage.getKeys({ start: [keyId, -1, ''], end: [keyId, before, ''], limit: limit - doomed.length })) doomed.push(key);
+      if (doomed.length >= limit) {
+        next = keyId; // it may hold more old records
+        break;
+      }
+    }
+    if (doomed.length > 0) {
+      this.root.transactionSync(() => {
+        for (const key of doomed) this.usage.removeSync(key);
+      });
+    }
+    return { deleted: doomed.length, next };
+  }
+
+  /** For /readyz: the environment answers a read. */
+  answers(): boolean {
+    try {
+      this.keyIds.get('');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Flushes committed transactions to disk (the admin API's changes, in a server opened with noSync). */
+  flushToDisk(): Promise<void> {
+    return new Promise((resolve, reject) => this.syncToDisk((err) => (err ? reject(err) : resolve())));
+  }
 }
 
 /** The status recorded for a call settled after its process died (the client saw its connection drop). */
@@ -673,6 +774,21 @@ class AccountCache {
     for (const [id, row] of this.rows) if (row !== undefined) this.db.put(id, row);
   }
 }
+
+/** One issuer change: when, what, which key, by whom (never a secret). */
+export interface AuditEntry {
+  at: number;
+  /** `key.create`, `key.suspend`, `key.resume`, `key.topup`, `key.extend`, `key.set`, `key.rotate`, `model.enable`, `model.disable` */
+  action: string;
+  keyId: string | null;
+  /** `cli@HOSTNAME`, or `admin-api` */
+  actor: string;
+  /** The admin API caller's address; null for the local command line. */
+  address: string | null;
+  detail: Record<string, unknown>;
+}
+
+type AuditRow = [number, string, string | null, string, string | null, string];
 
 function logSyncFailure(err: unknown): void {
   if (err) log('error', 'fsync_failed', { error: String(err) });

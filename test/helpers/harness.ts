@@ -29,6 +29,16 @@ export function testModels(): Record<string, unknown> {
 
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
+/**
+ * How `Harness.cli` runs `tollgate keys|models|audit`: on the data directory (local), or
+ * through the running server's admin API (`--admin-url`, remote). The CLI tests run in both.
+ */
+export type CliMode = 'local' | 'remote';
+export const CLI_MODES: readonly CliMode[] = ['local', 'remote'];
+
+/** The admin token test servers are started with (when `admin` is on). */
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
 export interface Harness {
   /** http://127.0.0.1:PORT of the gateway */
   base: string;
@@ -38,6 +48,10 @@ export interface Harness {
   proc: ChildProcess;
   /** Everything the server wrote to stderr so far (its log). */
   serverLog(): string;
+  /** Everything the server wrote to stdout so far (its start lines and access log). */
+  serverOut(): string;
+  /** http://127.0.0.1:PORT of the admin listener (with `admin: true`), else null. */
+  admin: string | null;
   /** Runs `tollgate ARGS --config … --data …`. */
   cli(args: string[], env?: NodeJS.ProcessEnv): Promise<CliResult>;
   /** `tollgate keys create … --json`, parsed; fails the caller when the command fails. */
@@ -55,6 +69,10 @@ export interface HarnessOptions {
   workers?: number;
   config?: (mockUrl: string) => Record<string, unknown>;
   env?: NodeJS.ProcessEnv;
+  /** Open the admin listener on a free port, with ADMIN_TOKEN (implied by cliMode 'remote'). */
+  admin?: boolean;
+  /** How `cli()` runs issuer commands (default local). */
+  cliMode?: CliMode;
 }
 
 interface Teardown { teardown(fn: () => unknown): void }
@@ -104,13 +122,23 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
   const common = ['--config', configFile, '--data', dataDir];
   const args = ['serve', ...common, '--host', '127.0.0.1', '--port', '0'];
   if (options.workers) args.push('--workers', String(options.workers));
+  const admin = options.admin === true || options.cliMode === 'remote';
+  if (admin) args.push('--admin-port', '0');
   let log = '';
+  let out = '';
+  let adminBase: string | null = null;
   const launch = async (): Promise<{ proc: ChildProcess; base: string; stop: () => Promise<number | null> }> => {
     const proc = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, ...PROVIDER_ENV, ...options.env },
+      env: { ...process.env, ...PROVIDER_ENV, ...(admin ? { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN } : {}), ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // Output of this process only: the listening lines of an earlier one must not be read again.
+    let own = '';
     proc.stderr!.on('data', (d) => (log += d));
+    proc.stdout!.on('data', (d) => {
+      out += d;
+      own += d;
+    });
     const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
     let stopped: Promise<number | null> | null = null;
     const stop = (): Promise<number | null> => {
@@ -121,28 +149,34 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
       return stopped;
     };
     stopGateway = stop;
-    const base = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => reject(new Error(`gateway did not start: ${out} ${log}`)), 20_000);
-      proc.stdout!.on('data', (d) => {
-        out += d;
-        const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-        if (m) {
+    const [base, adminUrl] = await new Promise<[string, string | null]>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`gateway did not start: ${own} ${log}`)), 20_000);
+      const check = (): void => {
+        const m = /tollgate listening on (http:\/\/[^\s]+)/.exec(own);
+        const a = /admin listening on (http:\/\/[^\s]+)/.exec(own);
+        if (m && (!admin || a)) {
           clearTimeout(timer);
-          resolve(m[1]!);
+          proc.stdout!.off('data', check);
+          resolve([m[1]!, a?.[1] ?? null]);
         }
-      });
+      };
+      proc.stdout!.on('data', check);
       proc.on('exit', (code) => {
         clearTimeout(timer);
         reject(new Error(`gateway exited with ${code}: ${log}`));
       });
     });
+    adminBase = adminUrl;
     return { proc, base, stop };
   };
   const first = await launch();
-  const cli = (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env);
+  const cli = options.cliMode === 'remote'
+    ? (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, '--admin-url', adminBase!], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, ...env })
+    : (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env);
   const harness: Harness = {
     base: first.base,
+    admin: adminBase,
+    serverOut: () => out,
     mock,
     dataDir,
     configFile,
@@ -158,6 +192,7 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
     async restart() {
       const next = await launch();
       harness.base = next.base;
+      harness.admin = adminBase;
       harness.proc = next.proc;
       harness.stop = next.stop;
     },

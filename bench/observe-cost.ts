@@ -1,0 +1,75 @@
+/**
+ * What observing one request costs on the hot path, in process: the notes the stages make, then
+ * the end (metrics and/or the access-log line), against a response stand-in. Compares no
+ * observation, metrics only, metrics + access log (to /dev/null through the real asynchronous
+ * destination), and, for scale, prom-client with a label object per request (what binding
+ * children avoids). Only the time spent in the loop counts; the log's own writes happen in the
+ * event-loop turns between batches of 500, as in a server.
+ *
+ *   node --import tsx bench/observe-cost.ts [N=200000]
+ */
+import { EventEmitter } from 'node:events';
+import { openSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { Counter, Registry } from 'prom-client';
+import type { Route } from '../src/http/routes.js';
+import { stdoutAccessLog } from '../src/observe/access-log.js';
+import { expectRecord, noteDispatch, noteFirstByte, noteKey, noteModel, noteRecord, noteRoute, Observer } from '../src/observe/call.js';
+import { Metrics } from '../src/observe/metrics.js';
+import type { KeyRecord, UsageRecord } from '../src/store/types.js';
+
+const N = Number(process.argv[2] ?? 200_000);
+const route: Route = { kind: 'inference', method: 'POST', surface: 'credit', endpoint: 'chat', upstreamPath: '/chat/completions' };
+const key = { prefix: 'gw_live_1a2b' } as KeyRecord;
+const record: UsageRecord = { at: Date.now(), callId: 'req_0123456789ab000001', requestId: 'req_0123456789ab000001', endpoint: 'chat', model: 'gpt-4o-mini', stream: false, status: 200, inputTokens: 12, outputTokens: 34, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 22200, tokensCharged: 46, error: null, estimated: false, clientGone: false };
+
+class FakeResponse extends EventEmitter {
+  headersSent = true;
+  statusCode = 200;
+  writableFinished = true;
+}
+
+/** Yields to the event loop every 500 requests, as a server does, so the log's writes happen. */
+async function run(observer: Observer): Promise<number> {
+  let busy = 0;
+  for (let i = 0; i < N; i++) {
+    if (i % 500 === 0) {
+      if (i > 0) busy += performance.now() - t0;
+      await new Promise((r) => setTimeout(r, 2)); // time for the log's writes, not counted
+      t0 = performance.now();
+    }
+    const res = new FakeResponse() as unknown as ServerResponse;
+    observer.begin(res, 'req_0123456789ab000001');
+    noteRoute(res, route);
+    noteKey(res, key);
+    noteModel(res, 'gpt-4o-mini');
+    noteDispatch(res, 'openai');
+    expectRecord(res);
+    noteFirstByte(res);
+    noteRecord(res, record);
+    res.emit('close');
+  }
+  busy += performance.now() - t0;
+  return (busy * 1000) / N;
+}
+let t0 = 0;
+
+async function runLabelObjects(): Promise<number> {
+  const registry = new Registry();
+  const c = new Counter({ name: 'x_total', help: 'x', labelNames: ['surface', 'endpoint', 'status', 'code'], registers: [registry] });
+  const t0 = performance.now();
+  for (let i = 0; i < N; i++) c.inc({ surface: 'credit', endpoint: 'chat', status: String(200), code: 'ok' });
+  return ((performance.now() - t0) * 1000) / N;
+}
+
+const devNull = openSync('/dev/null', 'w');
+const variants: Array<[string, () => Promise<number>]> = [
+  ['stand-in response only (no metrics, no log)', () => run(new Observer(null, null))],
+  ['metrics', () => run(new Observer(new Metrics(), null))],
+  ['metrics + access log', () => run(new Observer(new Metrics(), stdoutAccessLog(devNull)))],
+  ['(one prom-client inc with a label object, for scale)', runLabelObjects],
+];
+for (let round = 0; round < 3; round++) {
+  for (const [name, fn] of variants) console.log(`round ${round + 1}  ${name.padEnd(56)} ${(await fn()).toFixed(2)} µs/request`);
+}

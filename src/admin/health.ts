@@ -1,0 +1,27 @@
+import type { ServerResponse } from 'node:http';
+import { CORS_RESPONSE_HEADERS, withRequestId } from '../http/headers.js';
+
+/** What /readyz asks of the process it runs in. */
+export interface Readiness {
+  /** Stopping: SIGTERM arrived, so a load balancer should stop sending at once. */
+  draining(): boolean;
+  /** The store answers a read. */
+  storeAnswers(): boolean;
+  /** Anything else that must be up (the workers, in a cluster); null when ready. */
+  notReady?(): string | null;
+}
+
+const HEADERS = ['content-type', 'application/json', 'cache-control', 'no-store', ...CORS_RESPONSE_HEADERS];
+
+/** GET /healthz: 200 while the process serves. */
+export function serveHealthz(res: ServerResponse, requestId: string): void {
+  res.writeHead(200, withRequestId(HEADERS, requestId));
+  res.end('{"status":"ok"}');
+}
+
+/** GET /readyz: 200 when the store answers and the process is not draining, else 503 saying which. */
+export function serveReadyz(res: ServerResponse, requestId: string, readiness: Readiness): void {
+  const why = readiness.draining() ? 'draining' : !readiness.storeAnswers() ? 'store_unavailable' : readiness.notReady?.() ?? null;
+  res.writeHead(why === null ? 200 : 503, withRequestId(HEADERS, requestId));
+  res.end(JSON.stringify({ status: why ?? 'ready' }));
+}

@@ -1,0 +1,82 @@
+import type { Store } from '../store/lmdb.js';
+import type { KeyRecord } from '../store/types.js';
+import { formatUsd } from '../money.js';
+import { requestView } from '../usage/api.js';
+
+/**
+ * Usage reading for the issuer, across keys: one key's records and daily totals over a range
+ * of UTC days, and totals per key over a range of days. JSON, or CSV for spreadsheets.
+ */
+
+const DAY_MS = 86_400_000;
+export const MAX_RECORDS = 10_000;
+
+/** 'YYYY-MM-DD' → epoch ms of that UTC midnight; undefined when it is not a real date. */
+export function dayStart(text: string): number | undefined {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  if (m === null) return undefined;
+  const ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
+  return new Date(ms).toISOString().slice(0, 10) === text ? ms : undefined;
+}
+
+export function dayText(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+export interface DayRange { from: string; to: string; fromMs: number; toMs: number }
+
+/** Every day of the range, oldest first, with its totals (zeros included) and the split by model. */
+export function dailyRows(store: Store, key: KeyRecord, range: DayRange): Record<string, unknown>[] {
+  const totals = store.dailyOf(key.id, range.from, range.to);
+  const rows = [];
+  for (let at = range.fromMs; at <= range.toMs; at += DAY_MS) {
+    const day = dayText(at);
+    const t = totals.get(day);
+    rows.push({
+      day,
+      requests: t?.requests ?? 0,
+      costUsd: formatUsd(t?.costNano ?? 0),
+      costNanoUsd: t?.costNano ?? 0,
+      tokens: t?.tokens ?? 0,
+      byModel: Object.entries(t?.byModel ?? {}).map(([model, m]) => ({ model, requests: m.requests, costUsd: formatUsd(m.costNano), costNanoUsd: m.costNano, tokens: m.tokens })),
+    });
+  }
+  return rows;
+}
+
+/** A key's records in the range, oldest first (at most `limit`; `truncated` says more exist). */
+export function recordRows(store: Store, key: KeyRecord, range: DayRange, limit: number): { rows: Record<string, unknown>[]; truncated: boolean } {
+  const records = store.usageBetween(key.id, range.fromMs, range.toMs + DAY_MS, limit + 1);
+  const truncated = records.length > limit;
+  if (truncated) records.length = limit;
+  return { rows: records.map(requestView), truncated };
+}
+
+/** Totals per key over the range: every key, those without calls at zero. */
+export function totalsPerKey(store: Store, range: DayRange): Record<string, unknown>[] {
+  return store.allKeys().map((key) => {
+    let requests = 0;
+    let costNano = 0;
+    let tokens = 0;
+    for (const t of store.dailyOf(key.id, range.from, range.to).values()) {
+      requests += t.requests;
+      costNano += t.costNano;
+      tokens += t.tokens;
+    }
+    return { id: key.id, prefix: key.prefix, name: key.name, mode: key.mode, requests, costUsd: formatUsd(costNano), costNanoUsd: costNano, tokens };
+  });
+}
+
+/** RFC 4180 CSV of flat rows (nested values, like byModel, are left out). */
+export function toCsv(columns: readonly string[], rows: Record<string, unknown>[]): string {
+  const cell = (v: unknown): string => {
+    if (v === null || v === undefined) return '';
+    const s = String(v);
+    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  return `${[columns.join(','), ...rows.map((r) => columns.map((c) => cell(r[c])).join(','))].join('\r\n')}\r\n`;
+}
+
+export const RECORD_COLUMNS = ['at', 'requestId', 'endpoint', 'model', 'stream', 'status', 'inputTokens', 'outputTokens', 'cachedInputTokens', 'cacheWriteTokens', 'reasoningTokens', 'costUsd', 'costNanoUsd', 'tokensCharged', 'error', 'estimated', 'clientGone'] as const;
+export const DAILY_COLUMNS = ['day', 'requests', 'costUsd', 'costNanoUsd', 'tokens'] as const;
+export const TOTALS_COLUMNS = ['id', 'prefix', 'name', 'mode', 'requests', 'costUsd', 'costNanoUsd', 'tokens'] as const;

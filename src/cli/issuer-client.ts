@@ -1,0 +1,147 @@
+import { hostname } from 'node:os';
+import type { Config } from '../config/types.js';
+import { parseUsd } from '../money.js';
+import type { CreatePlan, SettingsPlan, TopUpPlan } from '../issuer/input.js';
+import * as ops from '../issuer/operations.js';
+import type { KeyWithAccount, ModelView } from '../issuer/operations.js';
+import type { Store } from '../store/lmdb.js';
+import type { Account, KeyRecord, KeyStatus } from '../store/types.js';
+import { UsageError } from './common.js';
+
+/**
+ * What `tollgate keys|models|audit` do, behind one interface: on the store directly (local), or
+ * through the admin API (remote, `--admin-url` / TOLLGATE_ADMIN_URL). The commands parse,
+ * validate and print the same way in both modes.
+ */
+export interface IssuerClient {
+  createKey(plan: CreatePlan): Promise<ops.NewSecret>;
+  listKeys(): Promise<KeyWithAccount[]>;
+  showKey(ref: string): Promise<KeyWithAccount>;
+  setStatus(ref: string, status: KeyStatus): Promise<KeyWithAccount>;
+  topUp(ref: string, plan: TopUpPlan): Promise<KeyWithAccount>;
+  extend(ref: string, expiresAt: number | null): Promise<KeyWithAccount>;
+  updateSettings(ref: string, plan: SettingsPlan): Promise<KeyWithAccount>;
+  rotate(ref: string): Promise<ops.NewSecret & { old: KeyRecord }>;
+  listModels(): Promise<ModelView[]>;
+  setModel(id: string, enabled: boolean): Promise<void>;
+  /** Of these allowlisted models, the ones switched off. */
+  disabledModels(models: string[] | null): Promise<string[]>;
+  audit(ref?: string): Promise<Record<string, unknown>[]>;
+  close(): Promise<void>;
+}
+
+export function localIssuer(store: Store, config: Config): IssuerClient {
+  const actor = ops.localActor();
+  return {
+    createKey: (plan) => ops.createKey(store, plan, actor),
+    listKeys: async () => ops.listKeys(store),
+    showKey: async (ref) => ops.showKey(store, ref),
+    setStatus: (ref, status) => ops.setStatus(store, ref, status, actor),
+    topUp: (ref, plan) => ops.topUp(store, ref, plan, actor),
+    extend: (ref, expiresAt) => ops.extend(store, ref, expiresAt, actor),
+    updateSettings: (ref, plan) => ops.updateSettings(store, ref, plan, actor),
+    rotate: (ref) => ops.rotate(store, ref, actor),
+    listModels: async () => ops.listModels(store, config, process.env),
+    setModel: (id, enabled) => ops.setModel(store, config, id, enabled, actor),
+    disabledModels: async (models) => ops.disabledModels(store, config, models),
+    audit: async (ref) => store.auditTrail(ref === undefined ? undefined : ops.resolveKeyRef(store, ref).id).map(ops.auditView),
+    close: () => store.close(),
+  };
+}
+
+/** The admin API's URL, when the command line should go through it. */
+export function adminUrlFrom(values: Record<string, unknown>): string | undefined {
+  const url = (values['admin-url'] as string | undefined) ?? (process.env.TOLLGATE_ADMIN_URL || undefined);
+  return url === undefined ? undefined : url.replace(/\/+$/, '');
+}
+
+/** A key as the admin API shows it (`keyJson`), back into the record and account the printers take. */
+function fromJson(j: Record<string, any>): KeyWithAccount {
+  const key: KeyRecord = {
+    id: j.id, hash: '', prefix: j.prefix, name: j.name, mode: j.mode, models: j.models, rpm: j.rpm, concurrency: j.concurrency,
+    expiresAt: j.expiresAt === null ? null : Date.parse(j.expiresAt), status: j.status, createdAt: Date.parse(j.createdAt),
+    account: j.account, rotatedFrom: j.rotatedFrom,
+  };
+  const account: Account = j.mode === 'credit'
+    ? { mode: 'credit', balanceNano: signedUsd(j.balanceUsd), budgetTokens: 0, usedTokens: 0, held: signedUsd(j.heldUsd) }
+    : { mode: 'token', balanceNano: 0, budgetTokens: j.budgetTokens, usedTokens: j.usedTokens, held: j.heldTokens };
+  return { key, account };
+}
+
+function signedUsd(text: string): number {
+  return text.startsWith('-') ? -parseUsd(text.slice(1))! : parseUsd(text)!;
+}
+
+function nanoText(nano: number): string {
+  return `${Math.floor(nano / 1e9)}.${String(nano % 1e9).padStart(9, '0')}`;
+}
+
+export function remoteIssuer(base: string): IssuerClient {
+  const token = process.env.TOLLGATE_ADMIN_TOKEN ?? '';
+  async function call(method: string, path: string, body?: unknown): Promise<any> {
+    let res: Response;
+    try {
+      res = await fetch(base + path, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          'x-tollgate-cli': hostname(),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new Error(`cannot reach the admin API at ${base}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
+    }
+    const text = await res.text();
+    let parsed: any;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (res.ok) return parsed;
+    const message = parsed?.error?.message ?? `the admin API answered ${res.status}`;
+    if (res.status === 401) throw new Error(`the admin API refused the token (set TOLLGATE_ADMIN_TOKEN): ${message}`);
+    // The server's verdict on the request itself (bad value, unknown key): bad usage, as locally.
+    if (res.status >= 400 && res.status < 500) throw new UsageError(message);
+    throw new Error(message);
+  }
+  /** A full key stays out of URLs: looked up by its hash first, then named by its id. */
+  async function idOf(ref: string): Promise<string> {
+    if (!/^gw_live_[0-9a-f]{32}$/.test(ref)) return encodeURIComponent(ref);
+    return (await call('POST', '/admin/v1/keys/lookup', { key: ref })).id;
+  }
+  const keyCall = async (method: string, ref: string, tail: string, body?: unknown): Promise<KeyWithAccount> => fromJson(await call(method, `/admin/v1/keys/${await idOf(ref)}${tail}`, body));
+  const withSecret = (j: any): ops.NewSecret => ({ ...fromJson(j), secret: j.key });
+  return {
+    async createKey(plan) {
+      return withSecret(await call('POST', '/admin/v1/keys', {
+        mode: plan.mode,
+        ...(plan.mode === 'credit' ? { balance: nanoText(plan.amount) } : { budget: plan.amount }),
+        models: plan.models, rpm: plan.rpm, concurrency: plan.concurrency, expires: plan.expiresAt === null ? null : new Date(plan.expiresAt).toISOString(), name: plan.name,
+      }));
+    },
+    listKeys: async () => ((await call('GET', '/admin/v1/keys')) as any[]).map(fromJson),
+    showKey: (ref) => keyCall('GET', ref, ''),
+    setStatus: (ref, status) => keyCall('POST', ref, status === 'suspended' ? '/suspend' : '/resume'),
+    topUp: (ref, plan) => keyCall('POST', ref, '/topup', plan.usdNano !== null ? { usd: nanoText(plan.usdNano) } : { tokens: plan.tokens }),
+    extend: (ref, expiresAt) => keyCall('POST', ref, '/extend', { expires: expiresAt === null ? 'never' : new Date(expiresAt).toISOString() }),
+    updateSettings: (ref, plan) => keyCall('PATCH', ref, '', plan),
+    async rotate(ref) {
+      const old = await keyCall('GET', ref, '');
+      return { ...withSecret(await call('POST', `/admin/v1/keys/${old.key.id}/rotate`)), old: old.key };
+    },
+    listModels: () => call('GET', '/admin/v1/models'),
+    async setModel(id, enabled) {
+      await call('POST', `/admin/v1/models/${encodeURIComponent(id)}/${enabled ? 'enable' : 'disable'}`);
+    },
+    async disabledModels(models) {
+      if (models === null) return [];
+      const list = (await call('GET', '/admin/v1/models')) as ModelView[];
+      return models.filter((id) => list.some((m) => m.id === id && !m.enabled));
+    },
+    audit: async (ref) => call('GET', `/admin/v1/audit${ref === undefined ? '' : `?key=${encodeURIComponent(ref)}`}`),
+    close: async () => undefined,
+  };
+}

@@ -1,0 +1,138 @@
+import type { Config } from '../config/types.js';
+import { parseUsd } from '../money.js';
+import type { KeyMode } from '../store/types.js';
+import { fieldError, IssuerError } from './errors.js';
+import { parseExpiry } from '../cli/expiry.js';
+
+/**
+ * The issuer's input rules, shared by `tollgate keys …` (values are the flags' text) and the
+ * admin API (values are JSON: numbers may come as numbers, lists as arrays).
+ */
+
+/** A whole number within bounds, from text (or a JSON integer); undefined when it is not one. */
+export function parseWhole(value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  const text = typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : value;
+  if (typeof text !== 'string' || !/^\d+$/.test(text)) return undefined;
+  const n = Number(text);
+  return n >= min && n <= max ? n : undefined;
+}
+
+export function wholeField(value: unknown, field: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'string' && typeof value !== 'number') throw fieldError('invalid_field', field, 'needs a whole number');
+  const n = parseWhole(value, min, max);
+  if (n !== undefined) return n;
+  if (parseWhole(value, 0) === undefined) throw fieldError('invalid_field', field, `needs a whole number, got '${String(value)}'`);
+  throw fieldError('invalid_field', field, `must be from ${min} to ${max}`);
+}
+
+/** Decimal USD, exactly, as nUSD: "5", "12.50", up to 9 decimals. */
+export function usdField(value: unknown, field: string, positive: boolean): number {
+  const text = typeof value === 'number' && Number.isFinite(value) ? String(value) : value;
+  if (typeof text !== 'string') throw fieldError('invalid_field', field, 'needs an amount in USD like 5 or 12.50');
+  if (/^\s*\d+\.\d{10,}\s*$/.test(text)) throw fieldError('invalid_field', field, `has more than 9 decimals ('${text}'): amounts are exact to the nano-dollar, 0.000000001 USD`);
+  const nano = parseUsd(text);
+  if (nano === undefined || (positive && nano === 0)) throw fieldError('invalid_field', field, `must be a ${positive ? 'positive ' : ''}amount in USD like 5 or 12.50, got '${text}'`);
+  return nano;
+}
+
+/** A model allowlist: a comma-separated list (command line) or an array (API); every id in the catalogue. */
+export function modelsField(value: unknown, config: Config | null, field = 'models'): string[] {
+  let ids: string[];
+  if (typeof value === 'string') ids = value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  else if (Array.isArray(value) && value.every((v) => typeof v === 'string')) ids = value.map((s) => s.trim()).filter((s) => s.length > 0);
+  else throw fieldError('invalid_field', field, 'needs a list of model ids');
+  if (ids.length === 0) throw fieldError('invalid_field', field, 'needs at least one model id');
+  if (config !== null) {
+    for (const id of ids) {
+      if (!config.models.has(id)) throw new IssuerError('unknown_model', field, () => `unknown model '${id}' (see: tollgate models list)`);
+    }
+  }
+  return [...new Set(ids)];
+}
+
+export function rpmField(value: unknown): number {
+  return wholeField(value, 'rpm', 1, 1_000_000);
+}
+
+/** Calls of the key in flight at once. */
+export function concurrencyField(value: unknown): number {
+  return wholeField(value, 'concurrency', 1, 1_000_000);
+}
+
+export function expiresField(value: unknown, allowNever: boolean): number | null {
+  if (typeof value !== 'string') throw fieldError('invalid_field', 'expires', `needs an ISO-8601 date or date-time${allowNever ? ' or never' : ''}`);
+  if (allowNever && value === 'never') return null;
+  return parseExpiry(value);
+}
+
+function nameField(value: unknown): string {
+  if (typeof value !== 'string') throw fieldError('invalid_field', 'name', 'needs a text');
+  return value;
+}
+
+export interface CreateInput { mode?: unknown; balance?: unknown; budget?: unknown; models?: unknown; rpm?: unknown; concurrency?: unknown; expires?: unknown; name?: unknown }
+
+export interface CreatePlan {
+  mode: KeyMode;
+  /** Opening balance (nUSD) or budget (tokens). */
+  amount: number;
+  models: string[] | null;
+  rpm: number | null;
+  concurrency: number | null;
+  expiresAt: number | null;
+  name: string | null;
+}
+
+/** `keys create`: everything checked before anything is written. `config` null skips the catalogue check (the remote CLI leaves it to the server). */
+export function createPlan(input: CreateInput, config: Config | null): CreatePlan {
+  const mode = input.mode;
+  if (mode === undefined) throw new IssuerError('missing_field', 'mode', (n) => `${n('mode')} is needed: credit or token`);
+  if (mode !== 'credit' && mode !== 'token') throw fieldError('invalid_field', 'mode', `must be credit or token, got '${String(mode)}'`);
+  let amount: number;
+  if (mode === 'credit') {
+    if (input.budget !== undefined) throw new IssuerError('conflicting_fields', 'budget', (n) => `${n('budget')} is for token keys; credit keys take ${n('balance')} USD`);
+    if (input.balance === undefined) throw new IssuerError('missing_field', 'balance', (n) => `a credit key needs ${n('balance')} USD`);
+    amount = usdField(input.balance, 'balance', false);
+  } else {
+    if (input.balance !== undefined) throw new IssuerError('conflicting_fields', 'balance', (n) => `${n('balance')} is for credit keys; token keys take ${n('budget')} TOKENS`);
+    if (input.budget === undefined) throw new IssuerError('missing_field', 'budget', (n) => `a token key needs ${n('budget')} TOKENS`);
+    amount = wholeField(input.budget, 'budget', 0);
+  }
+  return {
+    mode,
+    amount,
+    models: input.models === undefined || input.models === null ? null : modelsField(input.models, config),
+    rpm: input.rpm === undefined || input.rpm === null ? null : rpmField(input.rpm),
+    concurrency: input.concurrency === undefined || input.concurrency === null ? null : concurrencyField(input.concurrency),
+    expiresAt: input.expires === undefined || input.expires === null ? null : expiresField(input.expires, false),
+    name: input.name === undefined || input.name === null ? null : nameField(input.name),
+  };
+}
+
+/** `keys set`: `undefined` leaves a setting as it is; `null` clears it (all models, no rpm or concurrency limit). */
+export interface SettingsPlan { models?: string[] | null; rpm?: number | null; concurrency?: number | null; name?: string }
+
+export interface SettingsInput { models?: unknown; rpm?: unknown; concurrency?: unknown; name?: unknown }
+
+export function settingsPlan(input: SettingsInput, config: Config | null): SettingsPlan {
+  const plan: SettingsPlan = {};
+  if (input.models !== undefined) plan.models = input.models === null ? null : modelsField(input.models, config);
+  if (input.rpm !== undefined) plan.rpm = input.rpm === null ? null : rpmField(input.rpm);
+  if (input.concurrency !== undefined) plan.concurrency = input.concurrency === null ? null : concurrencyField(input.concurrency);
+  if (input.name !== undefined) plan.name = nameField(input.name);
+  return plan;
+}
+
+/** `keys topup`: exactly one of usd (credit keys) and tokens (token keys). */
+export interface TopUpPlan { usdNano: number | null; tokens: number | null }
+
+export function topUpPlan(input: { usd?: unknown; tokens?: unknown }): TopUpPlan {
+  if ((input.usd === undefined) === (input.tokens === undefined)) {
+    throw new IssuerError(input.usd === undefined ? 'missing_field' : 'conflicting_fields', input.usd === undefined ? 'usd' : 'tokens',
+      (n) => `a top-up needs exactly one of ${n('usd')} AMOUNT or ${n('tokens')} N`);
+  }
+  return {
+    usdNano: input.usd === undefined ? null : usdField(input.usd, 'usd', true),
+    tokens: input.tokens === undefined ? null : wholeField(input.tokens, 'tokens', 1),
+  };
+}

@@ -1,0 +1,164 @@
+import { hostname } from 'node:os';
+import { displayPrefix, generateKey, hashKey, isWellFormedKey } from '../auth/keys.js';
+import type { Config } from '../config/types.js';
+import { formatUsd } from '../money.js';
+import type { AuditEntry, Store } from '../store/lmdb.js';
+import type { Account, KeyRecord, KeyStatus } from '../store/types.js';
+import { IssuerError } from './errors.js';
+import type { CreatePlan, SettingsPlan, TopUpPlan } from './input.js';
+
+/**
+ * Every issuer change, once, for both front ends: the local command line and the admin API
+ * (which the remote command line calls). Each change is written with its audit entry in one
+ * transaction (Store.audited).
+ */
+
+/** Who makes a change: `cli@HOSTNAME` locally, `admin-api` with the caller's address remotely. */
+export interface Actor { actor: string; address: string | null }
+
+export function localActor(): Actor {
+  return { actor: `cli@${hostname()}`, address: null };
+}
+
+export interface KeyWithAccount { key: KeyRecord; account: Account | undefined }
+export interface NewSecret extends KeyWithAccount { secret: string }
+
+function entry(actor: Actor, action: string, keyId: string | null, detail: Record<string, unknown>): AuditEntry {
+  return { at: Date.now(), action, keyId, actor: actor.actor, address: actor.address, detail };
+}
+
+/**
+ * A KEY-REF: the key's id, its 12-character display prefix when that names exactly one key,
+ * or the full key itself (looked up by its hash, never echoed back).
+ */
+export function resolveKeyRef(store: Store, ref: string): KeyRecord {
+  if (ref.startsWith('key_')) {
+    const key = store.keyById(ref);
+    if (!key) throw new IssuerError('key_not_found', 'ref', () => `no key with id ${ref}`, 404);
+    return key;
+  }
+  if (/^gw_live_[0-9a-f]{4}$/.test(ref)) {
+    const matches = store.allKeys().filter((k) => k.prefix === ref);
+    if (matches.length === 1) return matches[0]!;
+    if (matches.length === 0) throw new IssuerError('key_not_found', 'ref', () => `no key with prefix ${ref}`, 404);
+    throw new IssuerError('ambiguous_key_ref', 'ref', () => `prefix ${ref} matches ${matches.length} keys (${matches.map((k) => k.id).join(', ')}); use the id`);
+  }
+  if (isWellFormedKey(ref)) {
+    const key = store.keyByHash(hashKey(ref));
+    if (!key) throw new IssuerError('key_not_found', 'ref', () => `no key matches the full key given (${ref.slice(0, 12)}…)`, 404);
+    return key;
+  }
+  throw new IssuerError('invalid_key_ref', 'ref', () => `KEY-REF must be a key id (key_…), a 12-character prefix (gw_live_xxxx) or a full key, got '${ref.slice(0, 12)}${ref.length > 12 ? '…' : ''}'`);
+}
+
+function withAccount(store: Store, key: KeyRecord): KeyWithAccount {
+  return { key, account: store.account(key.account) };
+}
+
+export async function createKey(store: Store, plan: CreatePlan, actor: Actor): Promise<NewSecret> {
+  const secret = generateKey();
+  const key = await store.audited(
+    (k: KeyRecord) => entry(actor, 'key.create', k.id, { mode: plan.mode, ...(plan.mode === 'credit' ? { balanceUsd: formatUsd(plan.amount) } : { budgetTokens: plan.amount }), models: plan.models, rpm: plan.rpm, concurrency: plan.concurrency, expiresAt: iso(plan.expiresAt), name: plan.name }),
+    () => store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name: plan.name, mode: plan.mode, models: plan.models, rpm: plan.rpm, concurrency: plan.concurrency, expiresAt: plan.expiresAt, amount: plan.amount }),
+  );
+  return { ...withAccount(store, key), secret };
+}
+
+export function listKeys(store: Store): KeyWithAccount[] {
+  return store.allKeys().map((k) => withAccount(store, k));
+}
+
+export function showKey(store: Store, ref: string): KeyWithAccount {
+  return withAccount(store, resolveKeyRef(store, ref));
+}
+
+export async function setStatus(store: Store, ref: string, status: KeyStatus, actor: Actor): Promise<KeyWithAccount> {
+  const key = resolveKeyRef(store, ref);
+  const next = await store.audited(() => entry(actor, status === 'suspended' ? 'key.suspend' : 'key.resume', key.id, {}), () => store.updateKey(key.id, (k) => ({ ...k, status })));
+  return withAccount(store, next ?? key);
+}
+
+export async function topUp(store: Store, ref: string, plan: TopUpPlan, actor: Actor): Promise<KeyWithAccount> {
+  const key = resolveKeyRef(store, ref);
+  if (key.mode === 'credit' && plan.usdNano === null) throw new IssuerError('wrong_key_mode', 'tokens', (n) => `${key.id} is a credit key: top it up with ${n('usd')}, not ${n('tokens')}`);
+  if (key.mode === 'token' && plan.tokens === null) throw new IssuerError('wrong_key_mode', 'usd', (n) => `${key.id} is a token key: top it up with ${n('tokens')}, not ${n('usd')}`);
+  const amount = (plan.usdNano ?? plan.tokens)!;
+  await store.audited(() => entry(actor, 'key.topup', key.id, key.mode === 'credit' ? { usd: formatUsd(amount) } : { tokens: amount }), () => store.topUp(key.account, amount));
+  return withAccount(store, key);
+}
+
+export async function extend(store: Store, ref: string, expiresAt: number | null, actor: Actor): Promise<KeyWithAccount> {
+  const key = resolveKeyRef(store, ref);
+  const next = await store.audited(() => entry(actor, 'key.extend', key.id, { expiresAt: iso(expiresAt) }), () => store.updateKey(key.id, (k) => ({ ...k, expiresAt })));
+  return withAccount(store, next ?? key);
+}
+
+export async function updateSettings(store: Store, ref: string, plan: SettingsPlan, actor: Actor): Promise<KeyWithAccount> {
+  const key = resolveKeyRef(store, ref);
+  const next = await store.audited(() => entry(actor, 'key.set', key.id, { ...plan }), () => store.updateKey(key.id, (k) => ({
+    ...k,
+    models: plan.models !== undefined ? plan.models : k.models,
+    rpm: plan.rpm !== undefined ? plan.rpm : k.rpm,
+    concurrency: plan.concurrency !== undefined ? plan.concurrency : k.concurrency,
+    name: plan.name !== undefined ? plan.name : k.name,
+  })));
+  return withAccount(store, next ?? key);
+}
+
+export async function rotate(store: Store, ref: string, actor: Actor): Promise<NewSecret & { old: KeyRecord }> {
+  const old = resolveKeyRef(store, ref);
+  const secret = generateKey();
+  const key = await store.audited(
+    (k: KeyRecord | undefined) => entry(actor, 'key.rotate', k?.id ?? old.id, { rotatedFrom: old.id }),
+    () => store.rotateKey(old.id, hashKey(secret), displayPrefix(secret)),
+  );
+  return { ...withAccount(store, key!), secret, old };
+}
+
+/** The catalogue as `models list` shows it; `usable` is false when the provider's credential variable is unset. */
+export interface ModelView {
+  id: string;
+  provider: string;
+  endpoints: string[];
+  enabled: boolean;
+  usable: boolean;
+  price: Config['models'] extends ReadonlyMap<string, infer M> ? M extends { rawPrice: infer P } ? P : never : never;
+  contextWindow: number | null;
+  capabilities: string[];
+}
+
+export function listModels(store: Store, config: Config, env: NodeJS.ProcessEnv): ModelView[] {
+  return [...config.models.values()].map((m) => ({
+    id: m.id,
+    provider: m.provider.name,
+    endpoints: [...m.endpoints],
+    enabled: store.modelSwitch(m.id) ?? m.enabledByDefault,
+    usable: Boolean(env[m.provider.apiKeyEnv]),
+    price: m.rawPrice,
+    contextWindow: m.contextWindow,
+    capabilities: m.capabilities,
+  }));
+}
+
+export async function setModel(store: Store, config: Config, id: string, enabled: boolean, actor: Actor): Promise<void> {
+  if (!config.models.has(id)) throw new IssuerError('unknown_model', 'id', () => `unknown model '${id}' (see: tollgate models list)`, 404);
+  await store.audited(() => entry(actor, enabled ? 'model.enable' : 'model.disable', null, { model: id }), () => store.setModelSwitch(id, enabled));
+}
+
+/** Model ids in an allowlist that are switched off (a key allowed only those can call nothing). */
+export function disabledModels(store: Store, config: Config, models: string[] | null): string[] {
+  if (models === null) return [];
+  return models.filter((id) => {
+    const m = config.models.get(id);
+    return m !== undefined && !(store.modelSwitch(id) ?? m.enabledByDefault);
+  });
+}
+
+/** An audit entry as the admin API and `tollgate audit --json` show it. */
+export function auditView(e: AuditEntry): Record<string, unknown> {
+  return { at: new Date(e.at).toISOString(), action: e.action, keyId: e.keyId, actor: e.actor, address: e.address, detail: e.detail };
+}
+
+function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}

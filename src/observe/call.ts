@@ -1,0 +1,177 @@
+import type { ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Route } from '../http/routes.js';
+import { formatUsd } from '../money.js';
+import type { KeyRecord, UsageRecord } from '../store/types.js';
+import type { AccessLog } from './access-log.js';
+import { ENDPOINT_LABELS, ENDPOINT_OTHER, SURFACE_NONE, SURFACES, type Metrics } from './metrics.js';
+
+/**
+ * What is known about one request as it goes through the gateway, for its metrics and its
+ * access-log line. The stages note what they learn on the response (`noteX(res, …)`, a
+ * property write); the request is observed once, when both its response has closed and, for
+ * a metered call, its usage record exists (a client that left is billed later, after the
+ * provider's answer ends, and its line carries that record).
+ */
+class Call {
+  readonly startedAt = performance.now();
+  readonly time = Date.now();
+  surface = SURFACE_NONE;
+  endpoint = ENDPOINT_OTHER;
+  keyPrefix: string | null = null;
+  model: string | null = null;
+  /** The gateway's own error code, when it answered with one. */
+  code: string | null = null;
+  provider: string | null = null;
+  dispatchedAt = 0;
+  key: KeyRecord | null = null;
+  record: UsageRecord | null = null;
+  /** A metered call: observed only once its usage record exists as well. */
+  expectsRecord = false;
+  /** Events still to come before the call is observed: the response's close, and a record. */
+  waiting = 1;
+  constructor(readonly observer: Observer, readonly requestId: string) {}
+}
+
+const kCall = Symbol('tollgate.call');
+type ObservedResponse = ServerResponse & { [kCall]?: Call };
+
+const ENDPOINT_INDEX = new Map<string, number>(ENDPOINT_LABELS.map((e, i) => [e, i]));
+/** The `endpoint` label of routes that are not inference calls. */
+const ROUTE_KIND_ENDPOINT: Record<Route['kind'], string> = { inference: 'other', models: 'models', 'usage-page': 'usage', 'usage-api': 'usage', healthz: 'other', readyz: 'other' };
+
+function onClose(this: ObservedResponse): void {
+  const call = this[kCall];
+  if (call !== undefined && --call.waiting === 0) call.observer.finish(call, this);
+}
+
+export class Observer {
+  constructor(readonly metrics: Metrics | null, private readonly accessLog: AccessLog | null) {}
+
+  /** A request arrived: observed when its response closes. */
+  begin(res: ServerResponse, requestId: string): void {
+    const call = new Call(this, requestId);
+    (res as ObservedResponse)[kCall] = call;
+    this.metrics?.enter(SURFACE_NONE);
+    res.on('close', onClose);
+  }
+
+  finish(call: Call, res: ServerResponse): void {
+    const r = call.record;
+    const status = res.headersSent ? res.statusCode : r?.status ?? CLIENT_CLOSED_REQUEST;
+    const code = call.code ?? codeOfRecord(r) ?? (status >= 400 ? 'upstream' : 'ok');
+    const durationSeconds = (performance.now() - call.startedAt) / 1000;
+    const costNano = r?.costNano ?? 0;
+    const stream = r?.stream ?? false;
+    const m = this.metrics;
+    if (m !== null) {
+      m.leave(call.surface);
+      m.finished({
+        surface: call.surface, endpoint: call.endpoint, status, code, stream, durationSeconds, costNano,
+        tokens: r === null ? null : [r.inputTokens, r.outputTokens, r.cachedInputTokens, r.cacheWriteTokens, r.reasoningTokens],
+      });
+    }
+    this.accessLog?.write({
+      time: new Date(call.time).toISOString(),
+      requestId: r?.requestId ?? call.requestId,
+      keyPrefix: call.keyPrefix,
+      surface: SURFACES[call.surface]!,
+      endpoint: ENDPOINT_LABELS[call.endpoint]!,
+      model: r?.model ?? call.model,
+      status,
+      code,
+      stream,
+      inputTokens: r?.inputTokens ?? 0,
+      outputTokens: r?.outputTokens ?? 0,
+      costUsd: r === null || r.costNano === null ? null : formatUsd(r.costNano),
+      tokensCharged: r?.tokensCharged ?? 0,
+      durationMs: Math.round(durationSeconds * 1e6) / 1e3,
+      clientGone: r !== null ? r.clientGone : !res.writableFinished && call.code === null,
+    });
+  }
+
+  firstByte(call: Call): void {
+    if (this.metrics !== null && call.provider !== null) this.metrics.upstreamFirstByte(call.provider, (performance.now() - call.dispatchedAt) / 1000);
+  }
+}
+
+const CLIENT_CLOSED_REQUEST = 499;
+
+/** A metered call's outcome as a `code` label: the provider's failures are `upstream`. */
+function codeOfRecord(r: UsageRecord | null): string | null {
+  if (r === null || r.error === null) return null;
+  if (r.error === 'upstream_unavailable' || r.error === 'internal_error') return r.error;
+  return 'upstream';
+}
+
+// ── what the stages note (each a property write on the response's call) ──────
+
+/** The route resolved: its surface and endpoint label the request from now on. */
+export function noteRoute(res: ServerResponse, route: Route): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call === undefined) return;
+  const surface = route.surface === null ? SURFACE_NONE : route.surface === 'credit' ? 0 : 1;
+  call.endpoint = ENDPOINT_INDEX.get(route.endpoint ?? ROUTE_KIND_ENDPOINT[route.kind])!;
+  if (surface !== call.surface) {
+    call.observer.metrics?.leave(call.surface);
+    call.observer.metrics?.enter(surface);
+    call.surface = surface;
+  }
+}
+
+/** The key is known: its 12-character prefix (never more) goes in the log line. */
+export function noteKey(res: ServerResponse, key: KeyRecord): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call === undefined) return;
+  call.key = key;
+  call.keyPrefix = key.prefix;
+}
+
+export function noteModel(res: ServerResponse, model: string): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call !== undefined) call.model = model;
+}
+
+/** The gateway answered with one of its own errors. */
+export function noteCode(res: ServerResponse, code: string): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call !== undefined) call.code = code;
+}
+
+/** The call was forwarded to this provider now. */
+export function noteDispatch(res: ServerResponse, provider: string): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call === undefined) return;
+  call.provider = provider;
+  call.dispatchedAt = performance.now();
+}
+
+/** The provider's response headers arrived. */
+export function noteFirstByte(res: ServerResponse): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call !== undefined && call.dispatchedAt !== 0) call.observer.firstByte(call);
+}
+
+/** A metered call: it is observed only once its usage record exists, too. */
+export function expectRecord(res: ServerResponse): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call === undefined || call.expectsRecord) return;
+  call.expectsRecord = true;
+  call.waiting++;
+}
+
+/** The call's usage record (tokens, cost, status recorded). */
+export function noteRecord(res: ServerResponse, record: UsageRecord): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call === undefined) return;
+  if (call.record === null) call.record = record;
+  if (!call.expectsRecord) return;
+  call.expectsRecord = false;
+  if (--call.waiting === 0) call.observer.finish(call, res);
+}
+
+/** What the stages learnt about a request so far, for recording a failure against its key. */
+export function callFacts(res: ServerResponse): { requestId: string | null; key: KeyRecord | null; model: string | null; endpoint: string } {
+  const call = (res as ObservedResponse)[kCall];
+  return { requestId: call?.requestId ?? null, key: call?.key ?? null, model: call?.model ?? null, endpoint: ENDPOINT_LABELS[call?.endpoint ?? ENDPOINT_OTHER]! };
+}

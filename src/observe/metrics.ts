@@ -1,0 +1,218 @@
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import cluster from 'node:cluster';
+import { NANO_PER_USD } from '../money.js';
+
+/**
+ * The gateway's Prometheus metrics (names and labels fixed by interface.md). No key, key id or
+ * prefix is ever a label.
+ *
+ * Hot-path discipline: a finished request only adds to plain numbers in slots indexed by small
+ * integers (surface × endpoint × …, a status/code pair numbered on first sight); prom-client's
+ * metrics read those slots when scraped (`collect`), once per series. Measured with
+ * bench/observe-cost.ts: observing a request through prom-client children (`labels(...)`
+ * bound once) cost 6.6–8.1 µs, most of it prom-client hashing the label values on every
+ *  `inc`/`observe`; the slots cost ≈ 0.1–0.3 µs (README, Metrics). The billed total stays
+ * an exact nano-dollar sum, divided once per scrape.
+ */
+
+export const SURFACES = ['credit', 'token', 'none'] as const;
+export type SurfaceLabel = (typeof SURFACES)[number];
+export const SURFACE_NONE = 2;
+
+export const ENDPOINT_LABELS = ['chat', 'responses', 'messages', 'models', 'usage', 'other'] as const;
+export type EndpointLabel = (typeof ENDPOINT_LABELS)[number];
+export const ENDPOINT_OTHER = 5;
+
+const TOKEN_KINDS = ['input', 'output', 'cached_input', 'cache_write', 'reasoning'] as const;
+
+/** Seconds; model calls run from milliseconds to minutes. */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export interface Measured {
+  surface: number;
+  endpoint: number;
+  status: number;
+  code: string;
+  stream: boolean;
+  durationSeconds: number;
+  /** input, output, cached input, cache write, reasoning */
+  tokens: readonly [number, number, number, number, number] | null;
+  costNano: number;
+}
+
+/** A histogram's numbers for one label set: per-bucket (not cumulative) counts, sum, count. */
+class HistogramSlot {
+  readonly buckets = new Float64Array(DURATION_BUCKETS.length);
+  sum = 0;
+  count = 0;
+  constructor(readonly labels: Record<string, string>) {}
+
+  observe(value: number): void {
+    this.sum += value;
+    this.count += 1;
+    for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+      if (value <= DURATION_BUCKETS[i]!) {
+        this.buckets[i]! += 1;
+        return;
+      }
+    }
+  }
+}
+
+/**
+ * Writes slots into a prom-client Histogram at scrape time. prom-client has no public setter
+ * for a histogram's numbers: `zero(labels)` creates the entry through its API, then the entry's
+ * `bucketValues` (keyed by upper bound), `sum` and `count` are set (prom-client 15's layout,
+ * pinned by package.json; test/metrics-exact.test.ts reads them back through the text format).
+ */
+function writeHistogram(h: Histogram<string>, slots: Iterable<HistogramSlot>): void {
+  h.reset();
+  for (const slot of slots) {
+    h.zero(slot.labels);
+    const entries = Object.values((h as unknown as { hashMap: Record<string, { labels: Record<string, string>; bucketValues: Record<number, number>; sum: number; count: number }> }).hashMap);
+    const entry = entries.find((e) => Object.keys(slot.labels).every((k) => e.labels[k] === slot.labels[k]))!;
+    DURATION_BUCKETS.forEach((bound, i) => (entry.bucketValues[bound] = slot.buckets[i]!));
+    entry.sum = slot.sum;
+    entry.count = slot.count;
+  }
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  /** [surface][endpoint] → status × 256 + code index → slot in requestCounts */
+  private readonly requestSlots: Map<number, number>[] = [];
+  private readonly requestCounts: number[] = [];
+  private readonly requestLabels: Array<Record<string, string>> = [];
+  private readonly tokenCounts = new Float64Array(SURFACES.length * ENDPOINT_LABELS.length * TOKEN_KINDS.length);
+  private readonly billedNano = [0, 0, 0, 0, 0, 0];
+  /** [endpoint][stream] */
+  private readonly durations: (HistogramSlot | undefined)[] = [];
+  private readonly firstBytes = new Map<string, HistogramSlot>();
+  private readonly codeIndex = new Map<string, number>();
+  private readonly inflight = [0, 0, 0];
+
+  constructor() {
+    const registers = [this.registry];
+    const m = this;
+    new Counter({
+      name: 'tollgate_requests_total', help: 'Requests answered, by surface, endpoint, HTTP status sent and gateway error code (upstream: the provider\'s own status; ok).',
+      labelNames: ['surface', 'endpoint', 'status', 'code'], registers,
+      collect(this: Counter<string>) {
+        this.reset();
+        m.requestCounts.forEach((n, i) => this.inc(m.requestLabels[i]!, n));
+      },
+    });
+    new Counter({
+      name: 'tollgate_tokens_total', help: 'Tokens metered, by surface, endpoint and kind.', labelNames: ['surface', 'endpoint', 'kind'], registers,
+      collect(this: Counter<string>) {
+        this.reset();
+        m.tokenCounts.forEach((n, i) => {
+          if (n === 0) return;
+          const kind = i % TOKEN_KINDS.length;
+          const slot = (i - kind) / TOKEN_KINDS.length;
+          const endpoint = slot % ENDPOINT_LABELS.length;
+          const surface = (slot - endpoint) / ENDPOINT_LABELS.length;
+          this.inc({ surface: SURFACES[surface]!, endpoint: ENDPOINT_LABELS[endpoint]!, kind: TOKEN_KINDS[kind]! }, n);
+        });
+      },
+    });
+    new Counter({
+      name: 'tollgate_billed_usd_total', help: 'USD charged to credit keys, by endpoint.', labelNames: ['endpoint'], registers,
+      collect(this: Counter<string>) {
+        this.reset();
+        m.billedNano.forEach((nano, i) => { if (nano !== 0) this.inc({ endpoint: ENDPOINT_LABELS[i]! }, nano / NANO_PER_USD); });
+      },
+    });
+    new Histogram({
+      name: 'tollgate_request_duration_seconds', help: 'Time from request to the end of its answer, by endpoint and whether it streamed.',
+      labelNames: ['endpoint', 'stream'], buckets: DURATION_BUCKETS, registers,
+      collect(this: Histogram<string>) {
+        writeHistogram(this, m.durations.filter((s): s is HistogramSlot => s !== undefined));
+      },
+    });
+    new Histogram({
+      name: 'tollgate_upstream_first_byte_seconds', help: 'Time from forwarding a call to the provider\'s response headers, by provider.',
+      labelNames: ['provider'], buckets: DURATION_BUCKETS, registers,
+      collect(this: Histogram<string>) {
+        writeHistogram(this, m.firstBytes.values());
+      },
+    });
+    new Gauge({
+      name: 'tollgate_inflight_requests', help: 'Requests being answered now, by surface.', labelNames: ['surface'], registers,
+      collect(this: Gauge<string>) {
+        for (let i = 0; i < SURFACES.length; i++) this.set({ surface: SURFACES[i]! }, m.inflight[i]!);
+      },
+    });
+    for (let i = 0; i < SURFACES.length * ENDPOINT_LABELS.length; i++) this.requestSlots.push(new Map());
+  }
+
+  /** A request started (or moved from surface `none` to its route's surface). */
+  enter(surface: number): void {
+    this.inflight[surface]! += 1;
+  }
+
+  leave(surface: number): void {
+    this.inflight[surface]! -= 1;
+  }
+
+  upstreamFirstByte(provider: string, seconds: number): void {
+    let slot = this.firstBytes.get(provider);
+    if (slot === undefined) this.firstBytes.set(provider, (slot = new HistogramSlot({ provider })));
+    slot.observe(seconds);
+  }
+
+  /** One finished request. */
+  finished(m: Measured): void {
+    const pair = m.surface * ENDPOINT_LABELS.length + m.endpoint;
+    const byStatus = this.requestSlots[pair]!;
+    const id = m.status * 256 + this.codeOf(m.code);
+    let slot = byStatus.get(id);
+    if (slot === undefined) {
+      slot = this.requestCounts.length;
+      byStatus.set(id, slot);
+      this.requestCounts.push(0);
+      this.requestLabels.push({ surface: SURFACES[m.surface]!, endpoint: ENDPOINT_LABELS[m.endpoint]!, status: String(m.status), code: m.code });
+    }
+    this.requestCounts[slot]! += 1;
+    if (m.tokens !== null) {
+      const base = pair * TOKEN_KINDS.length;
+      for (let k = 0; k < TOKEN_KINDS.length; k++) this.tokenCounts[base + k]! += m.tokens[k]!;
+    }
+    if (m.costNano > 0) this.billedNano[m.endpoint]! += m.costNano;
+    const d = m.endpoint * 2 + (m.stream ? 1 : 0);
+    let duration = this.durations[d];
+    if (duration === undefined) this.durations[d] = duration = new HistogramSlot({ endpoint: ENDPOINT_LABELS[m.endpoint]!, stream: m.stream ? 'true' : 'false' });
+    duration.observe(m.durationSeconds);
+  }
+
+  private codeOf(code: string): number {
+    let i = this.codeIndex.get(code);
+    if (i === undefined) this.codeIndex.set(code, (i = this.codeIndex.size));
+    return i;
+  }
+
+  /** Prometheus text format 0.0.4. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+/**
+ * In `serve --workers N` each worker answers the primary's metric requests (prom-client's
+ * cluster protocol over the IPC channel) with its own registry; the primary sums them.
+ */
+export function answerClusterMetricRequests(metrics: Metrics): void {
+  if (!cluster.isWorker) return;
+  AggregatorRegistry.setRegistries([metrics.registry]);
+  new AggregatorRegistry(); // installs the worker's listener
+}
+
+/** The primary's view: every worker's metrics, summed. */
+export function clusterMetrics(): { text(): Promise<string>; contentType: string } {
+  const aggregator = new AggregatorRegistry();
+  return { text: () => aggregator.clusterMetrics(), contentType: aggregator.contentType };
+}

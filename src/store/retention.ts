@@ -1,0 +1,76 @@
+import { log } from '../log.js';
+import type { Store } from './lmdb.js';
+
+const DAY_MS = 86_400_000;
+
+export interface RetentionOptions {
+  retentionDays: number;
+  /** Records deleted per transaction (default 500). */
+  batch?: number;
+  /** The clock (tests inject one). */
+  now?: () => number;
+  /** Time between sweeps (default one hour); the first runs `firstAfterMs` after start. */
+  everyMs?: number;
+  firstAfterMs?: number;
+}
+
+/**
+ * Deletes usage records older than `retentionDays`, in small batches, off the request path:
+ * each batch is one short synchronous transaction, and the next batch waits for the event
+ * loop to have served what arrived meanwhile (setImmediate). Daily totals are kept, so the
+ * usage page's chart and the admin API's totals outlive the records. Cost per batch and data
+ * growth: bench/retention.ts, README (Operating it).
+ */
+export class RetentionSweeper {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<number> | null = null;
+  private stopped = false;
+  private readonly batch: number;
+  private readonly now: () => number;
+
+  constructor(private readonly store: Store, private readonly options: RetentionOptions) {
+    this.batch = options.batch ?? 500;
+    this.now = options.now ?? Date.now;
+  }
+
+  start(): void {
+    const every = this.options.everyMs ?? 3_600_000;
+    const tick = (): void => {
+      this.timer = setTimeout(() => {
+        void this.sweep().catch((err: unknown) => log('error', 'retention_sweep_failed', { error: String(err) })).finally(() => {
+          if (!this.stopped) tick();
+        });
+      }, this.timer === null ? this.options.firstAfterMs ?? 60_000 : every);
+      this.timer.unref();
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One whole sweep; resolves to the number of records deleted. */
+  sweep(): Promise<number> {
+    this.running ??= this.run().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async run(): Promise<number> {
+    const cutoff = this.now() - this.options.retentionDays * DAY_MS;
+    let from: string | null = '';
+    let total = 0;
+    while (from !== null && !this.stopped) {
+      const { deleted, next } = this.store.deleteUsageBefore(cutoff, this.batch, from);
+      total += deleted;
+      from = next;
+      if (from !== null) await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (total > 0) log('info', 'retention_swept', { deleted: total, before: new Date(cutoff).toISOString() });
+    return total;
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * A provider whose credential variable is unset is never called with an empty credential: it
+ * is named at start-up, shown as unusable by `models list`, and its models answer
+ * model_not_available (not the provider's 401, which the client would take for its own key).
+ */
+import t from 'tap';
+import { post, PROVIDER_ENV, startGateway } from './helpers/harness.js';
+
+t.test('unset ANTHROPIC_API_KEY: named, listed unusable, model_not_available, nothing forwarded', async (t) => {
+  const gw = await startGateway(t, { env: { ANTHROPIC_API_KEY: '' } });
+  t.match(gw.serverLog(), /"provider":"anthropic","env":"ANTHROPIC_API_KEY"[^\n]*"event":"provider_credential_missing"/, 'named at start-up');
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  const r = await post(`${gw.base}/v1/messages`, key, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }, { 'anthropic-version': '2023-06-01' });
+  t.equal(r.status, 403);
+  t.equal(r.json.error.code, 'model_not_available');
+  const models = await fetch(`${gw.base}/v1/models`, { headers: { authorization: `Bearer ${key}`, 'anthropic-version': '2023-06-01' } });
+  t.same(await models.json(), { data: [], has_more: false, first_id: null, last_id: null }, 'its catalogue is empty, not fetched');
+  t.equal(gw.mock.requests.length, 0, 'nothing reached the provider');
+  t.equal((await post(`${gw.base}/v1/chat/completions`, key, { model: 'gpt-4o-mini', messages: [] })).status, 200, 'the other provider works');
+
+  const list = await gw.cli(['models', 'list', '--json'], { ...PROVIDER_ENV, ANTHROPIC_API_KEY: '' });
+  const byId = Object.fromEntries(JSON.parse(list.stdout).map((m: any) => [m.id, m]));
+  t.equal(byId['claude-sonnet-4-5'].usable, false, 'models list: unusable');
+  t.equal(byId['gpt-4o-mini'].usable, true);
+  const table = await gw.cli(['models', 'list'], { ...PROVIDER_ENV, ANTHROPIC_API_KEY: '' });
+  t.match(table.stdout, /claude-sonnet-4-5\s+anthropic \(unusable: no credential\)/);
+  t.match(table.stdout, /Providers without a credential[^\n]*: anthropic/);
+});

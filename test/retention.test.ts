@@ -1,0 +1,74 @@
+/**
+ * storage.retentionDays: usage records older than that are deleted in small batches, the daily
+ * totals stay. In process, with an injected clock and a real store.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { Store } from '../src/store/lmdb.js';
+import { RetentionSweeper } from '../src/store/retention.js';
+import type { UsageRecord } from '../src/store/types.js';
+
+const DAY = 86_400_000;
+
+function record(at: number, i: number): UsageRecord {
+  return { at, callId: `req_${at}_${i}`, requestId: `req_${at}_${i}`, endpoint: 'chat', model: 'm', stream: false, status: 200, inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 10, tokensCharged: 2, error: null, estimated: false, clientGone: false };
+}
+
+t.test('old records go in batches, recent ones and daily totals stay', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-retention-'));
+  const store = Store.open(dir);
+  t.teardown(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const now = Date.UTC(2027, 5, 15, 12);
+  const keys = [];
+  for (let k = 0; k < 3; k++) keys.push(await store.createKey({ hash: `h${k}`, prefix: `gw_live_000${k}`, name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1e9 }, now - 500 * DAY));
+  // Per key: 700 records 401–450 days old (past retention) and 30 records 0–399 days old.
+  // Written as records of their own (no call in flight to settle).
+  const committed: Promise<void>[] = [];
+  for (const key of keys) {
+    for (let i = 0; i < 700; i++) {
+      committed.push(new Promise((resolve) => store.record(key, record(now - 401 * DAY - (i % 50) * DAY, i), { nano: 10, tokens: 0 }, { committed: () => resolve() }, false)));
+    }
+    for (let i = 0; i < 30; i++) {
+      committed.push(new Promise((resolve) => store.record(key, record(now - i * 13 * DAY, i), { nano: 10, tokens: 0 }, { committed: () => resolve() }, false)));
+    }
+  }
+  await Promise.all(committed);
+  const oldDay = new Date(now - 401 * DAY).toISOString().slice(0, 10);
+  const totalsBefore = store.dailyOf(keys[0]!.id, '2020-01-01', '2030-01-01');
+
+  let clock = now - 100 * DAY; // nothing is old yet by this clock
+  const sweeper = new RetentionSweeper(store, { retentionDays: 400, batch: 250, now: () => clock });
+  t.equal(await sweeper.sweep(), 0, 'with the clock 100 days back, nothing is past retention');
+
+  clock = now;
+  const batches: number[] = [];
+  const original = store.deleteUsageBefore.bind(store);
+  store.deleteUsageBefore = (before, limit, from) => {
+    const r = original(before, limit, from);
+    batches.push(r.deleted);
+    return r;
+  };
+  t.equal(await sweeper.sweep(), 3 * 700, 'every record older than 400 days by the injected clock');
+  t.ok(batches.every((n) => n <= 250), `in batches of at most 250 (${batches.join(', ')})`);
+  t.ok(batches.length >= (3 * 700) / 250, 'many small transactions, not one big one');
+  for (const key of keys) {
+    const left = store.usageOf(key.id, 1000);
+    t.equal(left.length, 30, 'the recent records stay');
+    t.ok(left.every((r) => r.at > now - 400 * DAY), 'only those within retention');
+  }
+  t.same(store.dailyOf(keys[0]!.id, '2020-01-01', '2030-01-01'), totalsBefore, 'daily totals are kept, old days included');
+  t.equal(store.dailyOf(keys[0]!.id, oldDay, oldDay).get(oldDay)?.requests, 14, 'e.g. a day whose records are gone still counts its 14 calls');
+  t.equal(await sweeper.sweep(), 0, 'a second sweep finds nothing');
+});
+
+t.test('storage.retentionDays is validated, default 400', async (t) => {
+  const { compileConfig } = await import('../src/config/load.js');
+  t.equal(compileConfig({}, null).storage.retentionDays, 400);
+  t.equal(compileConfig({ storage: { retentionDays: 30 } }, null).storage.retentionDays, 30);
+  t.throws(() => compileConfig({ storage: { retentionDays: 0 } }, null), /storage\.retentionDays/);
+});
