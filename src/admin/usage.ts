@@ -1,7 +1,9 @@
 import type { Store } from '../store/lmdb.js';
 import type { KeyRecord } from '../store/types.js';
 import { formatUsd } from '../money.js';
-import { requestView } from '../usage/api.js';
+import { dailyRows, dayText, requestView, type DayRange } from '../usage/api.js';
+
+export { dailyRows, dayText, type DayRange };
 
 /**
  * Usage reading for the issuer, across keys: one key's records and daily totals over a range
@@ -17,31 +19,6 @@ export function dayStart(text: string): number | undefined {
   if (m === null) return undefined;
   const ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
   return new Date(ms).toISOString().slice(0, 10) === text ? ms : undefined;
-}
-
-export function dayText(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
-}
-
-export interface DayRange { from: string; to: string; fromMs: number; toMs: number }
-
-/** Every day of the range, oldest first, with its totals (zeros included) and the split by model. */
-export function dailyRows(store: Store, key: KeyRecord, range: DayRange): Record<string, unknown>[] {
-  const totals = store.dailyOf(key.id, range.from, range.to);
-  const rows = [];
-  for (let at = range.fromMs; at <= range.toMs; at += DAY_MS) {
-    const day = dayText(at);
-    const t = totals.get(day);
-    rows.push({
-      day,
-      requests: t?.requests ?? 0,
-      costUsd: formatUsd(t?.costNano ?? 0),
-      costNanoUsd: t?.costNano ?? 0,
-      tokens: t?.tokens ?? 0,
-      byModel: Object.entries(t?.byModel ?? {}).map(([model, m]) => ({ model, requests: m.requests, costUsd: formatUsd(m.costNano), costNanoUsd: m.costNano, tokens: m.tokens })),
-    });
-  }
-  return rows;
 }
 
 /** A key's records in the range, oldest first (at most `limit`; `truncated` says more exist). */

@@ -73,6 +73,32 @@ export function requestView(r: UsageRecord): Record<string, unknown> {
   };
 }
 
+export function dayText(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** A range of whole UTC days, as text and as the epoch ms of their midnights. */
+export interface DayRange { from: string; to: string; fromMs: number; toMs: number }
+
+/** Every day of the range, oldest first, with its totals (zeros included) and the split by model. */
+export function dailyRows(store: Store, key: KeyRecord, range: DayRange): Record<string, unknown>[] {
+  const totals = store.dailyOf(key.id, range.from, range.to);
+  const rows = [];
+  for (let at = range.fromMs; at <= range.toMs; at += DAY_MS) {
+    const day = dayText(at);
+    const t = totals.get(day);
+    rows.push({
+      day,
+      requests: t?.requests ?? 0,
+      costUsd: formatUsd(t?.costNano ?? 0),
+      costNanoUsd: t?.costNano ?? 0,
+      tokens: t?.tokens ?? 0,
+      byModel: Object.entries(t?.byModel ?? {}).map(([model, m]) => ({ model, requests: m.requests, costUsd: formatUsd(m.costNano), costNanoUsd: m.costNano, tokens: m.tokens })),
+    });
+  }
+  return rows;
+}
+
 function encodeCursor(r: UsageRecord): string {
   return Buffer.from(`${r.at}.${r.callId}`).toString('base64url');
 }
@@ -114,22 +140,8 @@ export function serveUsageApi(res: ServerResponse, store: Store, key: KeyRecord,
   const last = more ? records[limit - 1] : undefined;
 
   const today = Math.floor(now / DAY_MS) * DAY_MS;
-  const from = new Date(today - (days - 1) * DAY_MS).toISOString().slice(0, 10);
-  const to = new Date(today).toISOString().slice(0, 10);
-  const totals = store.dailyOf(key.id, from, to);
-  const daily = [];
-  for (let d = 0; d < days; d++) {
-    const day = new Date(today - (days - 1 - d) * DAY_MS).toISOString().slice(0, 10);
-    const t = totals.get(day);
-    daily.push({
-      day,
-      requests: t?.requests ?? 0,
-      costUsd: formatUsd(t?.costNano ?? 0),
-      costNanoUsd: t?.costNano ?? 0,
-      tokens: t?.tokens ?? 0,
-      byModel: Object.entries(t?.byModel ?? {}).map(([model, m]) => ({ model, requests: m.requests, costUsd: formatUsd(m.costNano), costNanoUsd: m.costNano, tokens: m.tokens })),
-    });
-  }
+  const fromMs = today - (days - 1) * DAY_MS;
+  const daily = dailyRows(store, key, { from: dayText(fromMs), to: dayText(today), fromMs, toMs: today });
 
   res.writeHead(200, withRequestId(USAGE_HEADERS, requestId));
   res.end(JSON.stringify({
