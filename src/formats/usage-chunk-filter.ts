@@ -1,10 +1,13 @@
 /**
- * Removes the Chat Completions usage-only chunk (`"choices":[]` with a `usage` object) from a
- * stream on its way to a client that never asked for usage (see chat.streamUsageRequest).
+ * Gives a client that never asked for stream usage the stream the provider sends such a client,
+ * although the gateway asked for usage on its behalf (see chat.streamUsageRequest). Asking
+ * changes two things in a Chat Completions stream, and both are undone here, byte for byte:
+ * the usage-only chunk (`"choices":[]` with a `usage` object) is removed, and the
+ * `"usage":null` member every other chunk then carries is cut out of it (with its comma),
+ * leaving every other byte of the event as the provider sent it: nothing is re-serialised.
  *
  * Bytes pass through as they arrive up to the last complete event; only a trailing partial
- * event waits for its end, since an event must be seen whole to be recognised. Every other
- * event reaches the client exactly as the provider sent it.
+ * event waits for its end, since an event must be seen whole to be recognised.
  */
 export class UsageChunkFilter {
   private pending: Buffer | null = null;
@@ -38,25 +41,102 @@ export class UsageChunkFilter {
     return rest === null ? undefined : this.drop(rest);
   }
 
-  /** `complete` without its usage-only events. */
+  /** `complete` without its usage-only events and without the `"usage":null` members of the others. */
   private drop(complete: Buffer): Buffer | undefined {
     this.lastDropped = false;
     // latin1 maps each byte to one character, so string indices are byte offsets.
     const text = complete.toString('latin1');
-    if (!EMPTY_CHOICES.test(text)) return complete;
+    if (!text.includes('"usage"')) return complete;
     const kept: Buffer[] = [];
     const ends = eventEnds(complete);
     // An unterminated last event (only at the end of the body) is judged on its own.
     if (ends[ends.length - 1] !== complete.length) ends.push(complete.length);
     let start = 0;
     for (const end of ends) {
-      this.lastDropped = isUsageOnly(text.slice(start, end));
-      if (!this.lastDropped) kept.push(complete.subarray(start, end));
+      const event = text.slice(start, end);
+      this.lastDropped = EMPTY_CHOICES.test(event) && isUsageOnly(event);
+      if (!this.lastDropped) {
+        const cuts = event.includes('"usage"') ? nullUsageMembers(event) : NO_CUTS;
+        let at = start;
+        for (const [from, to] of cuts) {
+          kept.push(complete.subarray(at, start + from));
+          at = start + to;
+        }
+        kept.push(complete.subarray(at, end));
+      }
       start = end;
     }
-    return kept.length === 0 ? undefined : Buffer.concat(kept);
+    return kept.length === 0 ? undefined : kept.length === 1 ? kept[0] : Buffer.concat(kept);
   }
 }
+
+const NO_CUTS: Array<[number, number]> = [];
+
+/**
+ * The byte ranges to cut from one event so that its JSON loses its top-level `"usage": null`
+ * member: from the comma before it (or, for a first member, to the comma and spaces after it).
+ * Only an event whose JSON is on one `data:` line is touched (as every provider sends them).
+ */
+function nullUsageMembers(event: string): Array<[number, number]> {
+  let line = '';
+  let lineStart = -1;
+  const LINE = /[^\r\n]*(?:\r\n|\r|\n|$)/g;
+  for (const m of event.matchAll(LINE)) {
+    if (m[0].length === 0) break;
+    if (!m[0].startsWith('data:')) continue;
+    if (lineStart !== -1) return NO_CUTS;
+    lineStart = m.index;
+    line = m[0].replace(/[\r\n]+$/, '');
+  }
+  if (lineStart === -1) return NO_CUTS;
+  const json = line[5] === ' ' ? 6 : 5;
+  const cuts: Array<[number, number]> = [];
+  let depth = 0;
+  let lastComma = -1;
+  let expectKey = false;
+  for (let i = json; i < line.length; i++) {
+    const c = line.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      const keyStart = i;
+      for (i++; i < line.length; i++) {
+        const d = line.charCodeAt(i);
+        if (d === 0x5c /* \ */) i++;
+        else if (d === 0x22) break;
+      }
+      if (depth === 1 && expectKey) {
+        expectKey = false;
+        if (line.slice(keyStart, i + 1) !== '"usage"') continue;
+        const value = NULL_VALUE.exec(line.slice(i + 1));
+        if (value === null) continue;
+        const memberEnd = i + 1 + value[0].length;
+        if (lastComma !== -1) cuts.push([lineStart + lastComma, lineStart + memberEnd]);
+        else {
+          // The first member: take the comma (and the spaces) that follow it instead.
+          const after = FOLLOWING_COMMA.exec(line.slice(memberEnd));
+          if (after === null) cuts.push([lineStart + keyStart, lineStart + memberEnd]);
+          else cuts.push([lineStart + keyStart, lineStart + memberEnd + after[0].length]);
+        }
+        i = memberEnd - 1;
+      }
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      depth++;
+      if (depth === 1 && c === 0x7b) {
+        expectKey = true;
+        lastComma = -1;
+      }
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    } else if (c === 0x2c /* , */ && depth === 1) {
+      expectKey = true;
+      lastComma = i;
+    }
+  }
+  return cuts;
+}
+
+/** `: null` after a key (the value must end there: `,` or `}` follows). */
+const NULL_VALUE = /^\s*:\s*null(?=\s*[,}])/;
+const FOLLOWING_COMMA = /^\s*,\s*/;
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -92,7 +172,6 @@ function eventEnds(buf: Buffer): number[] {
 }
 
 function isUsageOnly(event: string): boolean {
-  if (!EMPTY_CHOICES.test(event)) return false;
   const data = event.split(/\r\n|\r|\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(l[5] === ' ' ? 6 : 5)).join('\n');
   try {
     const chunk = JSON.parse(Buffer.from(data, 'latin1').toString('utf8')) as { choices?: unknown; usage?: unknown };

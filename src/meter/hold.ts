@@ -27,7 +27,7 @@ export function holdFor(format: FormatAdapter, model: Model, mode: KeyMode, body
   const interruptedInputTokens = Math.ceil(input / 4);
   const p = model.price;
   return {
-    amount: mode === 'credit' ? input * Math.max(p.input, p.cachedInput, p.cacheWrite) + output * p.output : input + output,
+    amount: mode === 'credit' ? input * Math.max(p.input, p.cachedInput, p.cacheWrite ?? 0, p.cacheWrite1h ?? 0) + output * p.output : input + output,
     interruptedCharge: mode === 'credit' ? interruptedInputTokens * p.input : interruptedInputTokens,
     interruptedInputTokens,
     endpoint: format.endpoint,
