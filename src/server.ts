@@ -88,7 +88,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const format = FORMATS[endpoint];
     // A priced option the model's price cannot price is refused before anything is forwarded
     // (credit keys: a token key is charged tokens, whatever they cost).
-    const levers = requestLevers(format.levers, facts.body, req.headers);
+    const levers = requestLevers(format.levers, facts.body, req.headers, body);
     const unpriced = key.mode === 'credit' ? unpricedRefusal(levers, model) : null;
     if (unpriced !== null) {
       store.release(key, requestId);

@@ -36,10 +36,17 @@ export interface RequestLevers {
 
 export const NO_LEVERS: RequestLevers = Object.freeze({ serviceTier: null, cacheWrite1h: false, longContext: false, tools: [], impliedToolCalls: {} }) as RequestLevers;
 
+const TTL = Buffer.from('"ttl"');
+
 /** Tiers that mean "the standard price" in what providers send and report. */
 export const STANDARD_TIERS: readonly string[] = ['auto', 'default', 'standard', 'standard_only'];
 
-export function requestLevers(spec: LeverSpec, body: Record<string, unknown>, headers: IncomingHttpHeaders): RequestLevers {
+/**
+ * The levers a request pulls. `raw` is the body as received: only a body that contains `"ttl"`
+ * at all is walked for a 1-hour cache_control (a native byte search keeps the walk off every
+ * other request).
+ */
+export function requestLevers(spec: LeverSpec, body: Record<string, unknown>, headers: IncomingHttpHeaders, raw?: Buffer): RequestLevers {
   let serviceTier: string | null = null;
   if (spec.tierField !== undefined) {
     const tier = body[spec.tierField];
@@ -61,7 +68,7 @@ export function requestLevers(spec: LeverSpec, body: Record<string, unknown>, he
       if (!tools.includes(fee)) tools.push(fee);
     }
   }
-  const cacheWrite1h = spec.cacheTtl === true && asksForHourCache(body);
+  const cacheWrite1h = spec.cacheTtl === true && (raw === undefined || raw.includes(TTL)) && asksForHourCache(body);
   let longContext = false;
   if (spec.longContextBeta !== undefined) {
     const beta = headers['anthropic-beta'];

@@ -7,7 +7,10 @@
  * leaving every other byte of the event as the provider sent it: nothing is re-serialised.
  *
  * Bytes pass through as they arrive up to the last complete event; only a trailing partial
- * event waits for its end, since an event must be seen whole to be recognised.
+ * event waits for its end, since an event must be seen whole to be recognised. Cutting the
+ * member costs ≈ 2.5 µs per event against ≈ 0.55 µs for an event with nothing to change
+ * (`node --import tsx bench/chunk-filter.ts`, this machine): strings are skipped with native
+ * searches rather than read character by character, which measured 9–13 µs.
  */
 export class UsageChunkFilter {
   private pending: Buffer | null = null;
@@ -48,15 +51,17 @@ export class UsageChunkFilter {
     const text = complete.toString('latin1');
     if (!text.includes('"usage"')) return complete;
     const kept: Buffer[] = [];
-    const ends = eventEnds(complete);
+    // LF-only text (what providers send) is split with native searches; anything else byte by byte.
+    const ends = text.includes('\r') || text.includes('\n\n\n') ? eventEnds(complete) : lfEventEnds(text);
     // An unterminated last event (only at the end of the body) is judged on its own.
     if (ends[ends.length - 1] !== complete.length) ends.push(complete.length);
     let start = 0;
     for (const end of ends) {
       const event = text.slice(start, end);
-      this.lastDropped = EMPTY_CHOICES.test(event) && isUsageOnly(event);
+      const hasUsage = event.includes('"usage"');
+      this.lastDropped = hasUsage && EMPTY_CHOICES.test(event) && isUsageOnly(event);
       if (!this.lastDropped) {
-        const cuts = event.includes('"usage"') ? nullUsageMembers(event) : NO_CUTS;
+        const cuts = hasUsage ? nullUsageMembers(event) : NO_CUTS;
         let at = start;
         for (const [from, to] of cuts) {
           kept.push(complete.subarray(at, start + from));
@@ -72,52 +77,74 @@ export class UsageChunkFilter {
 
 const NO_CUTS: Array<[number, number]> = [];
 
+/** Offsets just past every "\n\n" in a text with LF line endings and no run of three. */
+function lfEventEnds(text: string): number[] {
+  const ends: number[] = [];
+  for (let at = text.indexOf('\n\n'); at !== -1; at = text.indexOf('\n\n', at + 2)) ends.push(at + 2);
+  return ends;
+}
+
+/** The one `data:` line of an event: [start, end) offsets, or undefined when it has none or several. */
+function dataLine(event: string): [number, number] | undefined {
+  if (event.startsWith('data:')) {
+    // The common shape: one data line, then only line terminators.
+    const lf = event.indexOf('\n');
+    const cr = event.indexOf('\r');
+    const eol = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr);
+    if (eol === -1) return [0, event.length];
+    let rest = eol;
+    while (rest < event.length && (event.charCodeAt(rest) === LF || event.charCodeAt(rest) === CR)) rest++;
+    if (rest === event.length) return [0, eol];
+  }
+  let found: [number, number] | undefined;
+  for (const m of event.matchAll(LINE)) {
+    if (m[0].length === 0) break;
+    if (!m[0].startsWith('data:')) continue;
+    if (found !== undefined) return undefined;
+    found = [m.index, m.index + m[0].replace(/[\r\n]+$/, '').length];
+  }
+  return found;
+}
+const LINE = /[^\r\n]*(?:\r\n|\r|\n|$)/g;
+
 /**
  * The byte ranges to cut from one event so that its JSON loses its top-level `"usage": null`
  * member: from the comma before it (or, for a first member, to the comma and spaces after it).
  * Only an event whose JSON is on one `data:` line is touched (as every provider sends them).
+ * Strings are skipped with native searches for their closing quote: this runs for every event
+ * of every stream whose client did not ask for usage.
  */
 function nullUsageMembers(event: string): Array<[number, number]> {
-  let line = '';
-  let lineStart = -1;
-  const LINE = /[^\r\n]*(?:\r\n|\r|\n|$)/g;
-  for (const m of event.matchAll(LINE)) {
-    if (m[0].length === 0) break;
-    if (!m[0].startsWith('data:')) continue;
-    if (lineStart !== -1) return NO_CUTS;
-    lineStart = m.index;
-    line = m[0].replace(/[\r\n]+$/, '');
-  }
-  if (lineStart === -1) return NO_CUTS;
-  const json = line[5] === ' ' ? 6 : 5;
-  const cuts: Array<[number, number]> = [];
+  const line = dataLine(event);
+  if (line === undefined) return NO_CUTS;
+  const lineEnd = line[1];
+  let cuts: Array<[number, number]> | null = null;
   let depth = 0;
   let lastComma = -1;
   let expectKey = false;
-  for (let i = json; i < line.length; i++) {
-    const c = line.charCodeAt(i);
+  for (let i = line[0] + (event.charCodeAt(line[0] + 5) === 0x20 ? 6 : 5); i < lineEnd; i++) {
+    const c = event.charCodeAt(i);
     if (c === 0x22 /* " */) {
-      const keyStart = i;
-      for (i++; i < line.length; i++) {
-        const d = line.charCodeAt(i);
-        if (d === 0x5c /* \ */) i++;
-        else if (d === 0x22) break;
+      const open = i;
+      i = closingQuote(event, i + 1);
+      if (i === -1 || i >= lineEnd) return cuts ?? NO_CUTS;
+      if (depth !== 1 || !expectKey) continue;
+      expectKey = false;
+      if (i - open !== 6 || !event.startsWith('usage', open + 1)) continue;
+      NULL_VALUE.lastIndex = i + 1;
+      const value = NULL_VALUE.exec(event);
+      if (value === null) continue;
+      const memberEnd = i + 1 + value[0].length;
+      if (memberEnd > lineEnd) continue;
+      cuts ??= [];
+      if (lastComma !== -1) cuts.push([lastComma, memberEnd]);
+      else {
+        // The first member: take the comma (and the spaces) that follow it instead.
+        FOLLOWING_COMMA.lastIndex = memberEnd;
+        const comma = FOLLOWING_COMMA.exec(event);
+        cuts.push([open, comma === null ? memberEnd : memberEnd + comma[0].length]);
       }
-      if (depth === 1 && expectKey) {
-        expectKey = false;
-        if (line.slice(keyStart, i + 1) !== '"usage"') continue;
-        const value = NULL_VALUE.exec(line.slice(i + 1));
-        if (value === null) continue;
-        const memberEnd = i + 1 + value[0].length;
-        if (lastComma !== -1) cuts.push([lineStart + lastComma, lineStart + memberEnd]);
-        else {
-          // The first member: take the comma (and the spaces) that follow it instead.
-          const after = FOLLOWING_COMMA.exec(line.slice(memberEnd));
-          if (after === null) cuts.push([lineStart + keyStart, lineStart + memberEnd]);
-          else cuts.push([lineStart + keyStart, lineStart + memberEnd + after[0].length]);
-        }
-        i = memberEnd - 1;
-      }
+      i = memberEnd - 1;
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       depth++;
       if (depth === 1 && c === 0x7b) {
@@ -131,12 +158,22 @@ function nullUsageMembers(event: string): Array<[number, number]> {
       lastComma = i;
     }
   }
-  return cuts;
+  return cuts ?? NO_CUTS;
+}
+
+/** Index of the quote that closes a JSON string whose content starts at `from`, or -1. */
+function closingQuote(text: string, from: number): number {
+  for (let q = text.indexOf('"', from); q !== -1; q = text.indexOf('"', q + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(q - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return q;
+  }
+  return -1;
 }
 
 /** `: null` after a key (the value must end there: `,` or `}` follows). */
-const NULL_VALUE = /^\s*:\s*null(?=\s*[,}])/;
-const FOLLOWING_COMMA = /^\s*,\s*/;
+const NULL_VALUE = /[ \t]*:[ \t]*null(?=[ \t]*[,}])/y;
+const FOLLOWING_COMMA = /[ \t]*,[ \t]*/y;
 
 const LF = 0x0a;
 const CR = 0x0d;

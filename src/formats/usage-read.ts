@@ -61,11 +61,16 @@ function isCount(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
 
+/** Paths split once per schema field, not per read (this runs for every answer). */
+const SEGMENTS = new Map<string, readonly string[]>();
+
 function at(obj: Record<string, unknown>, path: string): unknown {
-  let v: unknown = obj;
-  for (const name of path.split('.')) {
-    if (!isObject(v)) return undefined;
-    v = (v as Record<string, unknown>)[name];
+  let segments = SEGMENTS.get(path);
+  if (segments === undefined) SEGMENTS.set(path, (segments = path.split('.')));
+  let v: unknown = obj[segments[0]!];
+  for (let i = 1; i < segments.length; i++) {
+    if (typeof v !== 'object' || v === null) return undefined;
+    v = (v as Record<string, unknown>)[segments[i]!];
   }
   return v;
 }
