@@ -116,3 +116,22 @@ export function usageDetail(usage: Usage | undefined, estimateReason: string | n
     longContext: charge.longContext,
   };
 }
+
+/**
+ * The dearest an input token and an output token of a call can cost under this price, for a
+ * hold placed before the call (its worst case): over the standard rates, every service tier and
+ * the long-context rates, and over fresh input, cache reads and 5-minute and 1-hour cache
+ * writes. Whatever tier, context length or cache duration the answer turns out to use, its text
+ * tokens cost no more than `input × these.input + output × these.output`.
+ * Not covered: audio and image tokens, tool fees, and levers only an answer reveals that the
+ * price has no rate for (charged at `maxRate`, see costOf).
+ */
+export function holdRates(price: PriceNano): { input: number; output: number } {
+  let input = 0;
+  let output = 0;
+  for (const t of [price, ...price.tiers.values(), ...(price.longContext === null ? [] : [price.longContext])]) {
+    input = Math.max(input, t.input, t.cachedInput, t.cacheWrite ?? 0, t.cacheWrite1h ?? 0);
+    output = Math.max(output, t.output);
+  }
+  return { input, output };
+}
