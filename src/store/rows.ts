@@ -42,7 +42,7 @@ export function usageToRow(u: UsageRecord): UsageRow {
   return [u.at, u.requestId, u.endpoint, u.model, u.stream ? 1 : 0, u.status, u.inputTokens, u.outputTokens, u.cachedInputTokens,
     u.cacheWriteTokens, u.reasoningTokens, u.costNano, u.tokensCharged, u.error, u.estimated ? 1 : 0, u.clientGone ? 1 : 0, u.callId,
     u.cacheWrite1hTokens, u.audioInputTokens, u.imageInputTokens, u.audioOutputTokens, u.imageOutputTokens,
-    u.toolCalls === null ? null : Object.entries(u.toolCalls).flat(), u.serviceTier, u.estimateReason, u.worstCase, u.longContext ? 1 : 0];
+    u.toolCalls == null ? null : Object.entries(u.toolCalls).flat(), u.serviceTier, u.estimateReason, u.worstCase, u.longContext ? 1 : 0];
 }
 
 export function rowToUsage(r: UsageRow): UsageRecord {
