@@ -17,12 +17,12 @@ import type { Route } from '../src/http/routes.js';
 import { stdoutAccessLog } from '../src/observe/access-log.js';
 import { expectRecord, noteDispatch, noteFirstByte, noteKey, noteModel, noteRecord, noteRoute, Observer } from '../src/observe/call.js';
 import { Metrics } from '../src/observe/metrics.js';
-import type { KeyRecord, UsageRecord } from '../src/store/types.js';
+import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/store/types.js';
 
 const N = Number(process.argv[2] ?? 200_000);
 const route: Route = { kind: 'inference', method: 'POST', surface: 'credit', endpoint: 'chat', upstreamPath: '/chat/completions' };
 const key = { prefix: 'gw_live_1a2b' } as KeyRecord;
-const record: UsageRecord = { at: Date.now(), callId: 'req_0123456789ab000001', requestId: 'req_0123456789ab000001', endpoint: 'chat', model: 'gpt-4o-mini', stream: false, status: 200, inputTokens: 12, outputTokens: 34, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 22200, tokensCharged: 46, error: null, estimated: false, clientGone: false };
+const record: UsageRecord = { at: Date.now(), callId: 'req_0123456789ab000001', requestId: 'req_0123456789ab000001', endpoint: 'chat', model: 'gpt-4o-mini', stream: false, status: 200, inputTokens: 12, outputTokens: 34, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 22200, tokensCharged: 46, error: null, estimated: false, clientGone: false, ...PLAIN_USAGE_DETAIL };
 
 class FakeResponse extends EventEmitter {
   headersSent = true;

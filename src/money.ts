@@ -7,7 +7,8 @@
  * Prices are configured in USD per million tokens. One token at P USD/M costs P * 1000 nUSD, so
  * any price with at most three decimals (0.075, 1.25, 18.75 …) is an exact integer number of nUSD
  * per token, and a charge is `tokens × nUSD-per-token`: integer multiplication, no rounding at all.
- * Prices with more precision are refused when the configuration is loaded.
+ * Prices with more precision are refused when the configuration is loaded. Per-call tool fees are
+ * configured in USD per 1,000 calls and exact with up to six decimals.
  *
  * Display: amounts are shown in USD with six decimals (micro-dollars), rounded half away from
  * zero. Only the display rounds; the stored balance and every stored cost stay exact.
@@ -21,6 +22,18 @@ export function pricePerTokenNano(usdPerMillion: number): number | undefined {
   const scaled = usdPerMillion * 1000;
   const rounded = Math.round(scaled);
   if (Math.abs(scaled - rounded) > 1e-6 || !Number.isSafeInteger(rounded)) return undefined;
+  return rounded;
+}
+
+/**
+ * USD per 1,000 calls (how providers list tool fees) → integer nUSD per call, or undefined when
+ * not exact (more than 6 decimals). $10 per 1,000 calls is 10,000,000 nUSD per call.
+ */
+export function feePerCallNano(usdPerThousand: number): number | undefined {
+  if (typeof usdPerThousand !== 'number' || !Number.isFinite(usdPerThousand) || usdPerThousand < 0) return undefined;
+  const scaled = usdPerThousand * 1_000_000;
+  const rounded = Math.round(scaled);
+  if (Math.abs(scaled - rounded) > 1e-3 || !Number.isSafeInteger(rounded)) return undefined;
   return rounded;
 }
 

@@ -4,11 +4,12 @@ import { credentialOf } from './auth/credential.js';
 import { hashKey, isWellFormedKey } from './auth/keys.js';
 import type { Config } from './config/types.js';
 import { FORMATS } from './formats/index.js';
+import { requestLevers } from './formats/levers.js';
 import { readRequestFacts } from './formats/model.js';
 import { Exchange } from './forward/exchange.js';
 import { buildUpstreams, closeUpstreams, type Upstream } from './forward/pools.js';
 import { readBody, TOO_LARGE } from './http/body.js';
-import { sendError, type GatewayErrorCode } from './http/errors.js';
+import { sendError, sendErrorSaying, type GatewayErrorCode } from './http/errors.js';
 import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } from './http/headers.js';
 import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
@@ -18,8 +19,9 @@ import { serveHealthz, serveReadyz } from './admin/health.js';
 import type { AccessLog } from './observe/access-log.js';
 import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
 import type { Metrics } from './observe/metrics.js';
+import { unpricedRefusal } from './meter/levers.js';
 import type { Store } from './store/lmdb.js';
-import type { KeyRecord, UsageRecord } from './store/types.js';
+import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from './store/types.js';
 import { serveUsageApi } from './usage/api.js';
 import { serveUsagePage } from './usage/page.js';
 
@@ -84,6 +86,14 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     // provider's 401, which the client would take for a verdict on its own key.
     if (!upstream.usable) return refuse('model_not_available');
     const format = FORMATS[endpoint];
+    // A priced option the model's price cannot price is refused before anything is forwarded
+    // (credit keys: a token key is charged tokens, whatever they cost).
+    const levers = requestLevers(format.levers, facts.body, req.headers, body);
+    const unpriced = key.mode === 'credit' ? unpricedRefusal(levers, model) : null;
+    if (unpriced !== null) {
+      store.release(key, requestId);
+      return sendErrorSaying(res, 'unpriced_option', requestId, unpriced);
+    }
     // Streams must report usage; a body that does not ask for it is the one thing changed.
     const usageBody = format.streamUsageRequest?.(facts, body);
     const hold = holdFor(format, model, key.mode, facts.body, body.length, facts.stream, Date.now());
@@ -94,7 +104,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
       try {
         const exchange = new Exchange(res, requestId, {
           store, key, model, format, requestBody: facts.body, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
-          startedAt: hold.at,
+          startedAt: hold.at, levers,
         });
         noteDispatch(res, upstream.provider.name);
         upstream.pool.dispatch({
@@ -247,6 +257,7 @@ function internalErrorRecord(requestId: string, endpoint: UsageRecord['endpoint'
     at: Date.now(), callId: requestId, requestId, endpoint, model: model ?? '', stream: false, status: 500,
     inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
     costNano: credit ? 0 : null, tokensCharged: 0, error: 'internal_error', estimated: false, clientGone: false,
+    ...PLAIN_USAGE_DETAIL,
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * A credit key pays, per call, exactly:
  *   fresh input × input + cached reads × cachedInput + cache writes × cacheWrite + output × output
- * (nUSD per token; cachedInput and cacheWrite fall back to the input price when not configured),
- * in all three formats, plain and streamed; the balance drops by exactly that.
+ * (nUSD per token; cachedInput falls back to the input price when not configured, and cache
+ * writes without a cacheWrite price cost the model's highest rate, never the base rate), in all
+ * three formats, plain and streamed; the balance drops by exactly that.
  */
 import t from 'tap';
 import { formatUsd } from '../src/money.js';
@@ -18,7 +19,7 @@ function priceOf(model: string): Price {
     input: nano(p.input),
     output: nano(p.output),
     cachedInput: nano(p.cachedInput ?? p.input),
-    cacheWrite: nano(p.cacheWrite ?? p.input),
+    cacheWrite: nano(p.cacheWrite ?? Math.max(p.input, p.output, p.cachedInput ?? 0)),
   };
 }
 
@@ -62,17 +63,17 @@ for (const stream of [false, true]) {
     mock: anthropicMock, input: 100 + 300 + 200, cacheWrite: 200, reasoning: 0,
   });
   cases.push({
-    name: `messages ${s}, model without cachedInput and cacheWrite prices`, path: '/v1/messages', model: 'claude-haiku-4-5', stream,
+    name: `messages ${s}, model without cachedInput and cacheWrite prices (cache writes at the highest rate)`, path: '/v1/messages', model: 'claude-haiku-4-5', stream,
     body: { max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], ...(stream ? { stream: true } : {}) },
     mock: anthropicMock, input: 100 + 300 + 200, cacheWrite: 200, reasoning: 0,
   });
 }
 
 t.test('the catalogue fallbacks the cases rely on', async (t) => {
-  t.same(priceOf('gpt-4o-mini'), { input: 150, output: 600, cachedInput: 75, cacheWrite: 150 });
-  t.same(priceOf('gpt-4o'), { input: 2500, output: 10000, cachedInput: 2500, cacheWrite: 2500 });
+  t.same(priceOf('gpt-4o-mini'), { input: 150, output: 600, cachedInput: 75, cacheWrite: 600 });
+  t.same(priceOf('gpt-4o'), { input: 2500, output: 10000, cachedInput: 2500, cacheWrite: 10000 });
   t.same(priceOf('claude-sonnet-4-5'), { input: 3000, output: 15000, cachedInput: 300, cacheWrite: 3750 });
-  t.same(priceOf('claude-haiku-4-5'), { input: 1000, output: 5000, cachedInput: 1000, cacheWrite: 1000 });
+  t.same(priceOf('claude-haiku-4-5'), { input: 1000, output: 5000, cachedInput: 1000, cacheWrite: 5000 });
 });
 
 t.test('each call is charged by the formula and the balance drops by exactly that', async (t) => {
@@ -107,6 +108,7 @@ t.test('each call is charged by the formula and the balance drops by exactly tha
       estimated: false,
     }, `${c.name}: record`);
     t.equal(rec.costNanoUsd, expected, `${c.name}: cost ${expected} nUSD`);
+    t.equal(rec.worstCase, c.cacheWrite > 0 && (testModels()[c.model] as { price: { cacheWrite?: number } }).price.cacheWrite === undefined ? 'cacheWrite' : null, `${c.name}: worst-case pricing named`);
     t.equal(rec.costUsd, formatUsd(expected), `${c.name}: costUsd`);
     t.equal(u.key.balanceNanoUsd, balance - expected, `${c.name}: balance dropped by exactly the cost`);
     t.equal(u.key.balanceUsd, formatUsd(balance - expected));
@@ -128,12 +130,13 @@ t.test('worked figures', async (t) => {
   t.equal(u.requests[0].costNanoUsd, 240_000);
   t.equal(u.requests[0].costUsd, '0.000240');
   t.equal(u.key.balanceNanoUsd, 1_000_000_000 - 240_000);
-  // claude-haiku-4-5 has no cache prices: all 600 input tokens at 1000, 50 out at 5000.
+  // claude-haiku-4-5 has no cache prices: 100 fresh and 300 cached input tokens at the input
+  // price 1000, the 200 cache writes at its highest rate (output, 5000), 50 out at 5000.
   const msg = await post(`${gw.base}/v1/messages`, key, { model: 'claude-haiku-4-5', max_tokens: 8, messages: [], mock: anthropicMock });
   t.equal(msg.status, 200);
   u = await usageOf(gw.base, key);
   t.equal(u.requests[0].inputTokens, 600, 'input_tokens + cache_read + cache_creation');
-  t.equal(u.requests[0].costNanoUsd, 600 * 1000 + 50 * 5000);
-  t.equal(u.key.balanceNanoUsd, 1_000_000_000 - 240_000 - 850_000);
-  t.equal(u.key.balanceUsd, '0.998910');
+  t.equal(u.requests[0].costNanoUsd, 400 * 1000 + 200 * 5000 + 50 * 5000);
+  t.equal(u.key.balanceNanoUsd, 1_000_000_000 - 240_000 - 1_650_000);
+  t.equal(u.key.balanceUsd, '0.998110');
 });

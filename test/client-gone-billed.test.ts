@@ -50,7 +50,7 @@ t.test('when the grace period passes first, the provider is stopped and an estim
     return r.length === 3 ? r : undefined;
   });
   for (const r of records) {
-    t.match(r, { clientGone: true, estimated: true, error: null }, r.endpoint);
+    t.match(r, { clientGone: true, estimated: true, estimateReason: 'client_gone', error: null }, r.endpoint);
     t.ok(r.outputTokens > 0 && r.outputTokens < 900, `${r.endpoint}: output estimated from the text seen so far (${r.outputTokens})`);
     t.ok(r.costNanoUsd > 0, `${r.endpoint}: the estimate is billed`);
   }

@@ -408,3 +408,23 @@ t.test('record: false keeps no log; close is idempotent', async (t) => {
   await m.close();
   await m.close();
 });
+
+t.test('usage shape switches: tiers, media tokens, 1-hour cache writes, web searches, unreadable usage', async (t) => {
+  const chat = await json(post('/v1/chat/completions', { model: 'm', messages: [], service_tier: 'auto', mock: { audioInputTokens: 3, imageOutputTokens: 2 } }));
+  t.equal(chat.service_tier, 'default', '"auto" is answered as the default tier');
+  t.equal(chat.usage.prompt_tokens_details.audio_tokens, 3);
+  t.equal(chat.usage.completion_tokens_details.image_tokens, 2);
+  const tiered = parseSse(await (await post('/v1/chat/completions', { model: 'm', stream: true, messages: [], mock: { serviceTier: 'flex', chunks: 2 } })).text());
+  t.ok(tiered.slice(0, -1).every((e) => JSON.parse(e.data).service_tier === 'flex'), 'every chunk names the tier used');
+  const resp = await json(post('/v1/responses', { model: 'm', input: 'x', service_tier: 'priority', mock: { webSearchRequests: 2 } }));
+  t.equal(resp.service_tier, 'priority');
+  t.same(resp.output.map((o: { type: string }) => o.type), ['web_search_call', 'web_search_call', 'message']);
+  const msg = await json(post('/v1/messages', { model: 'm', max_tokens: 5, messages: [], mock: { cacheWriteTokens: 10, cacheWrite1hTokens: 4, webSearchRequests: 1, serviceTier: 'standard' } }));
+  t.same(msg.usage.cache_creation, { ephemeral_5m_input_tokens: 6, ephemeral_1h_input_tokens: 4 });
+  t.same(msg.usage.server_tool_use, { web_search_requests: 1 });
+  t.equal(msg.usage.service_tier, 'standard');
+  t.same((await json(post('/v1/chat/completions', { model: 'm', messages: [], mock: { usageJson: '{"total_tokens":5}' } }))).usage, { total_tokens: 5 });
+  t.notOk('usage' in (await json(post('/v1/responses', { model: 'm', input: 'x', mock: { omitUsage: true } }))));
+  const broken = parseSse(await (await post('/v1/messages', { model: 'm', max_tokens: 5, stream: true, messages: [], mock: { malformedUsageEvent: true } })).text());
+  t.throws(() => JSON.parse(broken.find((e) => e.event === 'message_delta')!.data), 'the usage event does not parse');
+});

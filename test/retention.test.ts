@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import t from 'tap';
 import { Store } from '../src/store/lmdb.js';
 import { RetentionSweeper } from '../src/store/retention.js';
-import type { UsageRecord } from '../src/store/types.js';
+import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/store/types.js';
 
 const DAY = 86_400_000;
 
 function record(at: number, i: number): UsageRecord {
-  return { at, callId: `req_${at}_${i}`, requestId: `req_${at}_${i}`, endpoint: 'chat', model: 'm', stream: false, status: 200, inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 10, tokensCharged: 2, error: null, estimated: false, clientGone: false };
+  return { at, callId: `req_${at}_${i}`, requestId: `req_${at}_${i}`, endpoint: 'chat', model: 'm', stream: false, status: 200, inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 10, tokensCharged: 2, error: null, estimated: false, clientGone: false, ...PLAIN_USAGE_DETAIL };
 }
 
 t.test('old records go in batches, recent ones and daily totals stay', async (t) => {

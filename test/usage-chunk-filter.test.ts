@@ -59,3 +59,33 @@ t.test('an event that only looks like the usage chunk is kept', async (t) => {
   const lookalike = 'data: {"choices":[{"index":0,"delta":{"content":"\\"choices\\": [], \\"usage\\": {}"}}]}\n\n';
   t.equal(run(Buffer.from(lookalike), 5).toString(), lookalike);
 });
+
+// With usage asked for, every other chunk carries a "usage":null member the provider leaves out
+// for a client that did not ask: it is cut out with its comma, every other byte kept.
+const withNull = [
+  'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null}',
+  'data: {"id":"c","choices":[{"index":0,"delta":{"content":"héllo \\"usage\\":null 🎉"}}],"usage":null,"obfuscation":"x1"}',
+  'data: {"usage": null, "id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}',
+  'data: {"id":"c","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7}}',
+  'data: [DONE]',
+];
+const withoutNull = [
+  'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}',
+  'data: {"id":"c","choices":[{"index":0,"delta":{"content":"héllo \\"usage\\":null 🎉"}}],"obfuscation":"x1"}',
+  'data: {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}',
+  'data: [DONE]',
+];
+
+for (const [name, eol] of [['LF', '\n'], ['CRLF', '\r\n'], ['CR', '\r']] as const) {
+  t.test(`${name}: "usage":null members are cut out byte for byte, at every chunk size`, async (t) => {
+    const all = Buffer.from(withNull.map((e) => e + eol + eol).join(''));
+    const expected = withoutNull.map((e) => e + eol + eol).join('');
+    for (let size = 1; size <= 64; size++) t.equal(run(all, size).toString('utf8'), expected, `chunks of ${size}`);
+    t.equal(run(all, all.length).toString('utf8'), expected, 'one chunk');
+  });
+}
+
+t.test('a nested "usage":null (not a member of the chunk itself) is kept', async (t) => {
+  const nested = 'data: {"id":"c","choices":[{"index":0,"delta":{"usage":null}}]}\n\n';
+  t.equal(run(Buffer.from(nested), 7).toString(), nested);
+});

@@ -1,6 +1,12 @@
 import t from 'tap';
 import { FORMATS } from '../src/formats/index.js';
+import { emptyUsage, type Usage } from '../src/formats/types.js';
 import { UsageTap } from '../src/meter/tap.js';
+
+/** A usage with these counts and zero for every other kind. */
+function counts(c: Partial<Usage>): Usage {
+  return { ...emptyUsage(), ...c };
+}
 
 // The tap must read the same usage however the provider's bytes are split into chunks: across
 // an SSE event, inside a multi-byte character, one byte at a time, with CRLF line endings.
@@ -37,7 +43,7 @@ for (const sizes of [[1], [3, 7], [64], [100000]]) {
     t.test(`messages stream in chunks of ${sizes.join('/')} with ${eol === '\n' ? 'LF' : 'CRLF'}`, async (t) => {
       const tap = new UsageTap(FORMATS.messages, true);
       feed(tap, Buffer.from(messagesStream.replaceAll('\n', eol)), sizes);
-      t.same(tap.usage, { input: 33, cachedInput: 7, cacheWrite: 5, output: 42, reasoning: 0 });
+      t.same(tap.usage, counts({ input: 33, cachedInput: 7, cacheWrite: 5, output: 42, reasoning: 0 }));
       t.equal(tap.outputText, 'héllo wörld ✓ 🎉', 'multi-byte text decoded whole across chunk boundaries');
       t.equal(tap.failure, null);
     });
@@ -52,7 +58,7 @@ t.test('chat plain body: usage read from the usage object, not from look-alikes 
   for (const sizes of [[1], [5], [4096]]) {
     const tap = new UsageTap(FORMATS.chat, false);
     feed(tap, Buffer.from(body), sizes);
-    t.same(tap.usage, { input: 12, cachedInput: 2, cacheWrite: 0, output: 34, reasoning: 5 });
+    t.same(tap.usage, counts({ input: 12, cachedInput: 2, cacheWrite: 0, output: 34, reasoning: 5 }));
   }
 });
 
@@ -61,7 +67,7 @@ t.test('responses stream: usage from response.completed; response.failed is a fa
     'event: response.completed\ndata: {"type":"response.completed","response":{"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":4},"output_tokens":6,"output_tokens_details":{"reasoning_tokens":2}}}}\n\n';
   const ok = new UsageTap(FORMATS.responses, true);
   feed(ok, Buffer.from(done), [11]);
-  t.same(ok.usage, { input: 9, cachedInput: 4, cacheWrite: 0, output: 6, reasoning: 2 });
+  t.same(ok.usage, counts({ input: 9, cachedInput: 4, cacheWrite: 0, output: 6, reasoning: 2 }));
   t.equal(ok.outputText, 'abc');
   const failed = new UsageTap(FORMATS.responses, true);
   feed(failed, Buffer.from('event: response.failed\ndata: {"type":"response.failed","response":{"usage":{"input_tokens":9,"output_tokens":1}}}\n\n'), [13]);
@@ -71,7 +77,7 @@ t.test('responses stream: usage from response.completed; response.failed is a fa
 t.test('a final event without its blank line still counts', async (t) => {
   const tap = new UsageTap(FORMATS.chat, true);
   feed(tap, Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}'), [10]);
-  t.same(tap.usage, { input: 3, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 });
+  t.same(tap.usage, counts({ input: 3, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 }));
 });
 
 /** The usage a Messages stream of just message_start and message_delta, with these usage objects, bills. */
@@ -95,7 +101,7 @@ t.test('messages: a message_delta that sends null for counts it does not restate
     { input_tokens: 1000, cache_creation_input_tokens: 0, cache_read_input_tokens: 5000, output_tokens: 1 },
     { input_tokens: null, cache_creation_input_tokens: null, cache_read_input_tokens: null, output_tokens: 200 },
   );
-  t.same(usage, { input: 6000, cachedInput: 5000, cacheWrite: 0, output: 200, reasoning: 0 });
+  t.same(usage, counts({ input: 6000, cachedInput: 5000, cacheWrite: 0, output: 200, reasoning: 0 }));
 });
 
 t.test('messages: a message_delta that restates input counts replaces them', async (t) => {
@@ -103,7 +109,7 @@ t.test('messages: a message_delta that restates input counts replaces them', asy
     { input_tokens: 10, cache_read_input_tokens: 0, output_tokens: 1 },
     { input_tokens: 12, cache_read_input_tokens: 3, output_tokens: 9 },
   );
-  t.same(usage, { input: 15, cachedInput: 3, cacheWrite: 0, output: 9, reasoning: 0 });
+  t.same(usage, counts({ input: 15, cachedInput: 3, cacheWrite: 0, output: 9, reasoning: 0 }));
 });
 
 t.test('chat stream: the usage chunk is read whatever the JSON spacing', async (t) => {
@@ -118,6 +124,6 @@ t.test('chat stream: the usage chunk is read whatever the JSON spacing', async (
   ].join('\n');
   const tap = new UsageTap(FORMATS.chat, true);
   feed(tap, Buffer.from(stream), [5]);
-  t.same(tap.usage, { input: 10, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 });
+  t.same(tap.usage, counts({ input: 10, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 }));
   t.equal(tap.outputText, 'hi', 'delta text found with spaces after the colon');
 });

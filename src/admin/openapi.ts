@@ -112,7 +112,7 @@ export const OPENAPI = {
       Key: {
         oneOf: [
           { type: 'object', additionalProperties: false, required: [...commonRequired, 'mode', 'balanceUsd', 'heldUsd'], properties: { ...keyCommon, mode: { const: 'credit' }, balanceUsd: usd, heldUsd: { ...usd, description: 'held by calls in flight (their worst case)' } } },
-          { type: 'object', additionalProperties: false, required: [...commonRequired, 'mode', 'budgetTokens', 'usedTokens', 'remainingTokens', 'heldTokens'], properties: { ...keyCommon, mode: { const: 'token' }, budgetTokens: nonNegative, usedTokens: nonNegative, remainingTokens: nonNegative, heldTokens: { ...nonNegative, description: 'held by calls in flight (their worst case)' } } },
+          { type: 'object', additionalProperties: false, required: [...commonRequired, 'mode', 'budgetTokens', 'usedTokens', 'remainingTokens', 'overdraftTokens', 'heldTokens'], properties: { ...keyCommon, mode: { const: 'token' }, budgetTokens: nonNegative, usedTokens: nonNegative, remainingTokens: nonNegative, overdraftTokens: { ...nonNegative, description: 'tokens used above the budget (the last call is charged in full); a top-up covers these first' }, heldTokens: { ...nonNegative, description: 'held by calls in flight (their worst case)' } } },
         ],
       },
       NewKey: {
@@ -152,7 +152,7 @@ export const OPENAPI = {
           endpoints: { type: 'array', items: { enum: ['chat', 'responses', 'messages'] } },
           enabled: { type: 'boolean' },
           usable: { type: 'boolean', description: 'false when the provider\'s credential variable is unset in the serving process' },
-          price: { type: 'object', required: ['input', 'output'], properties: { input: { type: 'number' }, output: { type: 'number' }, cachedInput: { type: 'number' }, cacheWrite: { type: 'number' } } },
+          price: { type: 'object', required: ['input', 'output'], description: 'USD per million tokens, and the price levers (README, Prices)', properties: { input: { type: 'number' }, output: { type: 'number' }, cachedInput: { type: 'number' }, cacheWrite: { type: 'number' }, cacheWrite1h: { type: 'number' }, audioInput: { type: 'number' }, audioOutput: { type: 'number' }, imageInput: { type: 'number' }, imageOutput: { type: 'number' }, tiers: { type: 'object' }, longContext: { type: 'object' }, toolCalls: { type: 'object' } } },
           contextWindow: { type: ['integer', 'null'] },
           capabilities: { type: 'array', items: { type: 'string' } },
         },
@@ -164,6 +164,12 @@ export const OPENAPI = {
           at: { type: 'string', format: 'date-time' }, requestId: { type: 'string' }, endpoint: { enum: ['chat', 'responses', 'messages', 'models'] }, model: { type: 'string' },
           stream: { type: 'boolean' }, status: { type: 'integer' }, inputTokens: nonNegative, outputTokens: nonNegative, cachedInputTokens: nonNegative, cacheWriteTokens: nonNegative, reasoningTokens: nonNegative,
           costUsd: { type: ['string', 'null'] }, costNanoUsd: { type: ['integer', 'null'] }, tokensCharged: nonNegative, error: { type: ['string', 'null'] }, estimated: { type: 'boolean' }, clientGone: { type: 'boolean' },
+          callId: { type: 'string' },
+          estimateReason: { type: ['string', 'null'], description: 'why the tokens were estimated (README, Usage checker), null when they were read' },
+          cacheWrite1hTokens: nonNegative, audioInputTokens: nonNegative, imageInputTokens: nonNegative, audioOutputTokens: nonNegative, imageOutputTokens: nonNegative,
+          toolCalls: { type: ['object', 'null'], additionalProperties: nonNegative, description: 'fee-bearing server tool calls by name' },
+          serviceTier: { type: ['string', 'null'] }, longContext: { type: 'boolean' },
+          worstCase: { type: ['string', 'null'], description: 'what was charged at the price\'s highest rate because it has no rate for it (README, Prices)' },
         },
       },
       DailyTotal: {

@@ -54,6 +54,7 @@ export function toCsv(columns: readonly string[], rows: Record<string, unknown>[
   return `${[columns.join(','), ...rows.map((r) => columns.map((c) => cell(r[c])).join(','))].join('\r\n')}\r\n`;
 }
 
-export const RECORD_COLUMNS = ['at', 'requestId', 'endpoint', 'model', 'stream', 'status', 'inputTokens', 'outputTokens', 'cachedInputTokens', 'cacheWriteTokens', 'reasoningTokens', 'costUsd', 'costNanoUsd', 'tokensCharged', 'error', 'estimated', 'clientGone'] as const;
+export const RECORD_COLUMNS = ['at', 'requestId', 'endpoint', 'model', 'stream', 'status', 'inputTokens', 'outputTokens', 'cachedInputTokens', 'cacheWriteTokens', 'reasoningTokens', 'costUsd', 'costNanoUsd', 'tokensCharged', 'error', 'estimated', 'clientGone',
+  'estimateReason', 'cacheWrite1hTokens', 'audioInputTokens', 'imageInputTokens', 'audioOutputTokens', 'imageOutputTokens', 'serviceTier', 'longContext', 'worstCase'] as const;
 export const DAILY_COLUMNS = ['day', 'requests', 'costUsd', 'costNanoUsd', 'tokens'] as const;
 export const TOTALS_COLUMNS = ['id', 'prefix', 'name', 'mode', 'requests', 'costUsd', 'costNanoUsd', 'tokens'] as const;

@@ -6,6 +6,7 @@ import { keyState } from '../usage/api.js';
 import { configFrom, openStore, parse, table, UsageError, type Options, type Parsed } from './common.js';
 import { warnIfPast } from './expiry.js';
 import { adminUrlFrom, localIssuer, remoteIssuer, type IssuerClient } from './issuer-client.js';
+import { debtOf, debtPaidBy } from '../usage/debt.js';
 import { KEYS_USAGE } from './usage-text.js';
 
 const KEY_OPTIONS: Options = {
@@ -40,11 +41,25 @@ const ALLOWED: Record<string, string[]> = {
 };
 const TAKES_REF = new Set(['show', 'suspend', 'resume', 'topup', 'extend', 'set', 'rotate']);
 
+/** A balance or budget, with any debt said plainly: `-$0.004000 (owes $0.004000)`, `0/10 tokens (4990 over budget)`. */
 function money(account: Account | undefined): string {
   if (!account) return '-';
-  return account.mode === 'credit'
-    ? `$${formatUsd(account.balanceNano)}`
-    : `${Math.max(0, account.budgetTokens - account.usedTokens)}/${account.budgetTokens} tokens`;
+  const debt = debtOf(account);
+  if (account.mode === 'credit') {
+    return debt === 0 ? `$${formatUsd(account.balanceNano)}` : `-$${formatUsd(debt)} (owes $${formatUsd(debt)})`;
+  }
+  const left = `${Math.max(0, account.budgetTokens - account.usedTokens)}/${account.budgetTokens} tokens`;
+  return debt === 0 ? left : `${left} (${debt} over budget)`;
+}
+
+/** How much of a top-up went to the key's debt, when any did. */
+function debtNote(after: Account, amount: number): string {
+  const paid = debtPaidBy(after, amount);
+  if (paid === 0) return '';
+  const unit = (n: number): string => (after.mode === 'credit' ? `$${formatUsd(n)}` : `${n} tokens`);
+  const still = debtOf(after);
+  if (still > 0) return `; all of the top-up went to the key's debt, which is still ${unit(still)}`;
+  return paid === amount ? "; all of the top-up paid the key's debt" : `; ${unit(paid)} of the top-up paid the key's debt`;
 }
 
 function heldText(account: Account): string {
@@ -69,7 +84,7 @@ export function keyJson(key: KeyRecord, account: Account | undefined, now = Date
     account: key.account,
   };
   if (key.mode === 'credit') Object.assign(out, { balanceUsd: formatUsd(account?.balanceNano ?? 0), heldUsd: formatUsd(account?.held ?? 0) });
-  else Object.assign(out, { budgetTokens: account?.budgetTokens ?? 0, usedTokens: account?.usedTokens ?? 0, remainingTokens: Math.max(0, (account?.budgetTokens ?? 0) - (account?.usedTokens ?? 0)), heldTokens: account?.held ?? 0 });
+  else Object.assign(out, { budgetTokens: account?.budgetTokens ?? 0, usedTokens: account?.usedTokens ?? 0, remainingTokens: Math.max(0, (account?.budgetTokens ?? 0) - (account?.usedTokens ?? 0)), overdraftTokens: account === undefined ? 0 : debtOf(account), heldTokens: account?.held ?? 0 });
   return out;
 }
 
@@ -194,7 +209,7 @@ export async function keysCommand(sub: string | undefined, args: string[]): Prom
       const topUp = topUpPlan({ usd: v.usd, tokens: v.tokens });
       plan = async (issuer) => {
         const { key, account } = await issuer.topUp(ref!, topUp);
-        process.stdout.write(`${key.id} (${key.prefix}) now has ${money(account)}\n`);
+        process.stdout.write(`${key.id} (${key.prefix}) now has ${money(account)}${account === undefined ? '' : debtNote(account, (topUp.usdNano ?? topUp.tokens)!)}\n`);
       };
       break;
     }

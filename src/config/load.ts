@@ -1,8 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { pricePerTokenNano } from '../money.js';
+import { feePerCallNano, pricePerTokenNano } from '../money.js';
+import { STANDARD_TIERS } from '../formats/levers.js';
 import { DEFAULT_CONFIG } from './defaults.js';
-import { ENDPOINTS, type Config, type Endpoint, type Limits, type Model, type Provider, type RawConfig } from './types.js';
+import { ENDPOINTS, RATE_KINDS, type Config, type Endpoint, type Limits, type Model, type PriceNano, type Provider, type RateKind, type Rates, type RawConfig } from './types.js';
 
 /** A configuration that cannot be used; the message names the offending field's path. */
 export class ConfigError extends Error {
@@ -83,6 +84,58 @@ function price(v: Json, path: string, required: boolean): number | undefined {
   return nano;
 }
 
+/** A table of per-token rates: `input` and `output` required, the other kinds optional. */
+function compileRates(p: Record<string, Json>, path: string, extra: readonly string[]): Rates {
+  onlyFields(p, path, [...RATE_KINDS, ...extra]);
+  const rates: Partial<Record<RateKind, number>> = {};
+  for (const kind of RATE_KINDS) {
+    const nano = price(p[kind], `${path}.${kind}`, kind === 'input' || kind === 'output');
+    if (nano !== undefined) rates[kind] = nano;
+  }
+  // Cache reads never cost more than fresh input: without their own rate they cost as much.
+  rates.cachedInput ??= rates.input;
+  return rates as Rates;
+}
+
+const NAME = /^[a-z][a-z0-9_]*$/;
+
+/**
+ * A model's price: base rates, then the optional levers (`tiers`, `longContext`, `toolCalls`),
+ * each validated with its path. The highest per-token rate found is what an unpriced kind costs.
+ */
+function compilePrice(raw: Json, path: string): PriceNano {
+  const p = object(raw, path);
+  const base = compileRates(p, path, ['tiers', 'longContext', 'toolCalls']);
+  const tiers = new Map<string, Rates>();
+  if (p.tiers !== undefined) {
+    for (const [name, t] of Object.entries(object(p.tiers, `${path}.tiers`))) {
+      if (!NAME.test(name)) throw new ConfigError(`${path}.tiers.${name}`, 'a tier name is lower-case letters, digits and _ (as the provider spells it: flex, priority)');
+      if (STANDARD_TIERS.includes(name)) throw new ConfigError(`${path}.tiers.${name}`, `"${name}" is the standard tier: its rates are the price's own`);
+      tiers.set(name, compileRates(object(t, `${path}.tiers.${name}`), `${path}.tiers.${name}`, []));
+    }
+  }
+  let longContext: PriceNano['longContext'] = null;
+  if (p.longContext !== undefined) {
+    const lc = object(p.longContext, `${path}.longContext`);
+    const threshold = integer(lc.threshold, `${path}.longContext.threshold`, 1, 1e9);
+    longContext = { ...compileRates(lc, `${path}.longContext`, ['threshold']), threshold };
+  }
+  const toolCalls = new Map<string, number>();
+  if (p.toolCalls !== undefined) {
+    for (const [name, fee] of Object.entries(object(p.toolCalls, `${path}.toolCalls`))) {
+      if (!NAME.test(name)) throw new ConfigError(`${path}.toolCalls.${name}`, 'a tool name is lower-case letters, digits and _ (web_search, file_search)');
+      const nano = typeof fee === 'number' ? feePerCallNano(fee) : undefined;
+      if (nano === undefined) throw new ConfigError(`${path}.toolCalls.${name}`, 'must be a number ≥ 0 (USD per 1,000 calls) with at most 6 decimals');
+      toolCalls.set(name, nano);
+    }
+  }
+  let maxRate = 0;
+  for (const table of [base, ...tiers.values(), ...(longContext === null ? [] : [longContext])]) {
+    for (const kind of RATE_KINDS) maxRate = Math.max(maxRate, table[kind] ?? 0);
+  }
+  return { ...base, tiers, longContext, toolCalls, maxRate, fallbackToolFee: 0 };
+}
+
 function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Provider>): Model {
   const path = `models.${id}`;
   const m = object(raw, path);
@@ -96,12 +149,7 @@ function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Prov
     if (!ENDPOINTS.includes(e as Endpoint)) throw new ConfigError(`${path}.endpoints[${i}]`, `must be one of ${ENDPOINTS.join(', ')}`);
     endpoints.add(e as Endpoint);
   });
-  const p = object(m.price, `${path}.price`);
-  onlyFields(p, `${path}.price`, ['input', 'output', 'cachedInput', 'cacheWrite']);
-  const input = price(p.input, `${path}.price.input`, true)!;
-  const output = price(p.output, `${path}.price.output`, true)!;
-  const cachedInput = price(p.cachedInput, `${path}.price.cachedInput`, false) ?? input;
-  const cacheWrite = price(p.cacheWrite, `${path}.price.cacheWrite`, false) ?? input;
+  const price = compilePrice(m.price, `${path}.price`);
   const contextWindow = m.contextWindow === undefined ? null : integer(m.contextWindow, `${path}.contextWindow`, 1, 1e9);
   // A call whose body sets no output cap may produce up to this many tokens: what its hold
   // assumes. Unset, the context window bounds it (no answer is longer), else a default.
@@ -118,13 +166,22 @@ function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Prov
     id,
     provider,
     endpoints,
-    price: { input, output, cachedInput, cacheWrite },
-    rawPrice: p as unknown as Model['rawPrice'],
+    price,
+    rawPrice: m.price as unknown as Model['rawPrice'],
     contextWindow,
     maxOutputTokens,
     capabilities,
     enabledByDefault: m.enabled !== false,
   };
+}
+
+/** The highest per-call tool fee of the built-in catalogue, nUSD. */
+function builtInMaxToolFee(): number {
+  let max = 0;
+  for (const m of Object.values(DEFAULT_CONFIG.models)) {
+    for (const fee of Object.values(m.price.toolCalls ?? {})) max = Math.max(max, feePerCallNano(fee) ?? 0);
+  }
+  return max;
 }
 
 function compileLimits(raw: Json): Limits {
@@ -233,6 +290,11 @@ export function compileConfig(raw: Json, file: string | null): Config {
 
   const models = new Map<string, Model>();
   for (const [id, m] of Object.entries(object(c.models, 'models'))) models.set(id, compileModel(id, m, providers));
+  // A call of a tool a model has no fee for costs the highest fee known anywhere, the built-in
+  // catalogue's included (meter/charge.ts).
+  let fallbackToolFee = builtInMaxToolFee();
+  for (const m of models.values()) for (const fee of m.price.toolCalls.values()) fallbackToolFee = Math.max(fallbackToolFee, fee);
+  for (const m of models.values()) (m.price as { fallbackToolFee: number }).fallbackToolFee = fallbackToolFee;
 
   return { file, host, port, dataDir, providers, catalogProvider, models, limits: compileLimits(c.limits), storage: compileStorage(c.storage), admin: compileAdmin(c.admin), log: compileLog(c.log) };
 }

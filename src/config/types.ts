@@ -5,7 +5,29 @@ export const ENDPOINTS: readonly Endpoint[] = ['chat', 'responses', 'messages'];
 export type ProviderAuth = 'bearer' | 'x-api-key';
 
 export interface RawProvider { baseUrl: string; auth: ProviderAuth; apiKeyEnv: string }
-export interface RawPrice { input: number; output: number; cachedInput?: number; cacheWrite?: number }
+/** Rates in USD per million tokens, as configured. */
+export interface RawRates {
+  input: number;
+  output: number;
+  cachedInput?: number;
+  /** Cache writes (Anthropic's 5-minute cache). */
+  cacheWrite?: number;
+  /** Writes to the 1-hour cache. */
+  cacheWrite1h?: number;
+  audioInput?: number;
+  audioOutput?: number;
+  imageInput?: number;
+  imageOutput?: number;
+}
+/** A model's price: base rates plus the optional levers (see README, "Prices"). */
+export interface RawPrice extends RawRates {
+  /** Rates per service tier other than the standard one (`flex`, `priority`, …). */
+  tiers?: Record<string, RawRates>;
+  /** Rates for every token of a call whose input exceeds `threshold` tokens. */
+  longContext?: RawRates & { threshold: number };
+  /** USD per 1,000 calls of a server-side tool, by fee name (`web_search`, `file_search`). */
+  toolCalls?: Record<string, number>;
+}
 export interface RawModel {
   provider: string;
   endpoints: Endpoint[];
@@ -55,8 +77,42 @@ export interface RawConfig {
   log?: { access?: boolean };
 }
 
-/** Prices compiled to integer nUSD per token (see money.ts). */
-export interface PriceNano { input: number; output: number; cachedInput: number; cacheWrite: number }
+/**
+ * Rates compiled to integer nUSD per token (see money.ts). `cachedInput` defaults to `input`
+ * (cache reads never cost more); a kind left out is not priced by this table, and tokens of it
+ * are charged at the price's highest rate (meter/charge.ts).
+ */
+export interface Rates {
+  input: number;
+  output: number;
+  cachedInput: number;
+  cacheWrite?: number;
+  cacheWrite1h?: number;
+  audioInput?: number;
+  audioOutput?: number;
+  imageInput?: number;
+  imageOutput?: number;
+}
+
+export const RATE_KINDS = ['input', 'output', 'cachedInput', 'cacheWrite', 'cacheWrite1h', 'audioInput', 'audioOutput', 'imageInput', 'imageOutput'] as const;
+export type RateKind = (typeof RATE_KINDS)[number];
+
+/** A model's compiled price: base rates and levers. */
+export interface PriceNano extends Rates {
+  /** Rates by service tier other than the standard one. */
+  tiers: ReadonlyMap<string, Rates>;
+  /** Rates for every token of a call whose input exceeds `threshold`; null when not configured. */
+  longContext: (Rates & { threshold: number }) | null;
+  /** nUSD per call of a fee-bearing server tool, by fee name. */
+  toolCalls: ReadonlyMap<string, number>;
+  /** The highest per-token rate configured anywhere in this price: what an unpriced kind costs. */
+  maxRate: number;
+  /**
+   * What a call of a tool this price has no fee for costs: the highest per-call fee configured
+   * for any model or in the built-in catalogue (set once the whole catalogue is compiled).
+   */
+  fallbackToolFee: number;
+}
 
 export interface Provider {
   name: string;

@@ -1,35 +1,46 @@
-import { capturedString, count, isObject, type FormatAdapter, type Usage } from './types.js';
+import { capturedString, isObject, parseObject, type FormatAdapter } from './types.js';
 
 const CONTENT = /"(?:content|arguments|refusal)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
-/** A usage object (not `"usage":null`), whatever the provider's JSON spacing. */
-const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+/** A usage member other than `"usage":null`, whatever the provider's JSON spacing. */
+const USAGE_MEMBER = /"usage"\s*:\s*[^\sn]/;
 const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
 
-/** OpenAI Chat Completions: `usage.prompt_tokens` (cached inside), `completion_tokens` (reasoning inside). */
-function usageOf(u: unknown): Usage | undefined {
-  if (!isObject(u)) return undefined;
-  return {
-    input: count(u.prompt_tokens),
-    cachedInput: count(u.prompt_tokens_details?.cached_tokens),
-    cacheWrite: 0,
-    output: count(u.completion_tokens),
-    reasoning: count(u.completion_tokens_details?.reasoning_tokens),
-  };
-}
-
+/**
+ * OpenAI Chat Completions: `usage.prompt_tokens` (cached and audio inside), `completion_tokens`
+ * (reasoning and audio inside). `total_tokens` is not read: alone it cannot say what was input.
+ */
 export const chat: FormatAdapter = {
   endpoint: 'chat',
   outputCapFields: ['max_completion_tokens', 'max_tokens'],
   choicesField: 'n',
-  usageOfBody: (body) => (isObject(body) ? usageOf(body.usage) : undefined),
+  usage: {
+    counts: [
+      { path: 'prompt_tokens', adds: ['input'], role: 'total' },
+      { path: 'completion_tokens', adds: ['output'], role: 'total' },
+      { path: 'prompt_tokens_details.cached_tokens', adds: ['cachedInput'], role: 'part', of: 'input', discount: true },
+      { path: 'prompt_tokens_details.audio_tokens', adds: ['audioInput'], role: 'part', of: 'input' },
+      { path: 'prompt_tokens_details.image_tokens', adds: ['imageInput'], role: 'part', of: 'input' },
+      { path: 'completion_tokens_details.reasoning_tokens', adds: ['reasoning'], role: 'part', of: 'output', discount: true },
+      { path: 'completion_tokens_details.audio_tokens', adds: ['audioOutput'], role: 'part', of: 'output' },
+      { path: 'completion_tokens_details.image_tokens', adds: ['imageOutput'], role: 'part', of: 'output' },
+    ],
+  },
+  tierField: 'service_tier',
+  levers: { tierField: 'service_tier', toolOptions: [['web_search_options', 'web_search']] },
   onEvent(state, event) {
     const data = event.data;
     // Only the final chunk carries a usage object (every other chunk has "usage":null or none),
     // and an error arrives as {"error":…}; the cheap tests keep JSON.parse off the hot path.
-    if (data.includes('"usage"') && USAGE_OBJECT.test(data)) {
-      const usage = usageOf(parse(data)?.usage);
-      if (usage) state.usage = usage;
-    } else if (data.includes('"error"') && isObject(parse(data)?.error)) {
+    if (data.includes('"usage"') && USAGE_MEMBER.test(data)) {
+      const chunk = parseObject(data);
+      if (chunk === undefined) {
+        state.problem ??= 'usage_malformed';
+        return;
+      }
+      if (isObject(chunk.usage) && !Array.isArray(chunk.usage)) state.usage = chunk.usage;
+      else if (chunk.usage !== undefined && chunk.usage !== null) state.problem ??= 'usage_malformed';
+      if (typeof chunk.service_tier === 'string') state.serviceTier = chunk.service_tier;
+    } else if (data.includes('"error"') && isObject(parseObject(data)?.error)) {
       state.failure = 'upstream_stream_error';
     }
   },
@@ -38,8 +49,8 @@ export const chat: FormatAdapter = {
    * A streamed chat call reports usage only with `stream_options.include_usage`. When the client
    * did not ask, ask for it: splice the option in after the body's opening brace (the body is
    * otherwise forwarded byte for byte), or, when the client sent `stream_options` without it,
-   * re-serialise with the flag set. The usage-only chunk is then removed from what that client
-   * receives (UsageChunkFilter).
+   * re-serialise with the flag set. What the provider then adds to the stream is taken out
+   * again on the way to that client (UsageChunkFilter).
    */
   streamUsageRequest(facts, raw) {
     if (!facts.stream) return undefined;
@@ -53,14 +64,3 @@ export const chat: FormatAdapter = {
     return Buffer.from(JSON.stringify(fixed));
   },
 };
-
-function parse(data: string): Record<string, any> | undefined {
-  try {
-    const v: unknown = JSON.parse(data);
-    return isObject(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-export { parse as parseEventData };

@@ -1,62 +1,60 @@
-import { parseEventData } from './chat.js';
-import { capturedString, count, isObject, type FormatAdapter, type StreamState, type Usage } from './types.js';
+import { mergeRestated } from './usage-read.js';
+import { capturedString, isObject, parseObject, type FormatAdapter } from './types.js';
 
 const DELTA_TEXT = /"(?:text|partial_json|thinking)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 
 /**
- * Anthropic Messages: `input_tokens` excludes cache reads and writes, which are reported
- * separately; we count them into `input` so every input token is in one figure.
+ * Anthropic Messages: `input_tokens` excludes cache reads and writes, which are reported beside
+ * it; all three are counted into `input` so every input token is in one figure. The 1-hour
+ * part of the cache writes is `cache_creation.ephemeral_1h_input_tokens`; web searches are
+ * `server_tool_use.web_search_requests` (web fetches carry no fee); the tier used is
+ * `usage.service_tier`.
  */
-function usageOf(u: unknown): Usage | undefined {
-  if (!isObject(u)) return undefined;
-  const cacheRead = count(u.cache_read_input_tokens);
-  const cacheWrite = count(u.cache_creation_input_tokens);
-  return { input: count(u.input_tokens) + cacheRead + cacheWrite, cachedInput: cacheRead, cacheWrite, output: count(u.output_tokens), reasoning: 0 };
-}
-
-/**
- * `message_delta.usage` holds cumulative output (and, on newer API versions, input) counts. A
- * field counts as reported only when it is a number: the API sends `null` for counts it does
- * not restate (the SDK's own MessageStream skips those too), and a null must not wipe out the
- * input reported by `message_start`.
- */
-function applyDelta(state: StreamState, u: unknown): void {
-  if (!isObject(u)) return;
-  const base = state.usage ?? { input: 0, cachedInput: 0, cacheWrite: 0, output: 0, reasoning: 0 };
-  const input = reported(u.input_tokens);
-  const cacheRead = reported(u.cache_read_input_tokens);
-  const cacheWrite = reported(u.cache_creation_input_tokens);
-  if (input !== undefined || cacheRead !== undefined || cacheWrite !== undefined) {
-    const read = cacheRead ?? base.cachedInput;
-    const write = cacheWrite ?? base.cacheWrite;
-    base.input = (input ?? base.input - base.cachedInput - base.cacheWrite) + read + write;
-    base.cachedInput = read;
-    base.cacheWrite = write;
-  }
-  const output = reported(u.output_tokens);
-  if (output !== undefined) base.output = output;
-  state.usage = base;
-}
-
-/** A count the event actually reports (a number), or undefined for an absent or null field. */
-function reported(v: unknown): number | undefined {
-  return typeof v === 'number' ? count(v) : undefined;
-}
-
 export const messages: FormatAdapter = {
   endpoint: 'messages',
   outputCapFields: ['max_tokens'],
-  usageOfBody: (body) => (isObject(body) ? usageOf(body.usage) : undefined),
+  usage: {
+    counts: [
+      { path: 'input_tokens', adds: ['input'], role: 'total' },
+      { path: 'cache_read_input_tokens', adds: ['input', 'cachedInput'], role: 'addend' },
+      { path: 'cache_creation_input_tokens', adds: ['input', 'cacheWrite'], role: 'addend' },
+      { path: 'output_tokens', adds: ['output'], role: 'total' },
+      { path: 'cache_creation.ephemeral_1h_input_tokens', adds: ['cacheWrite1h'], role: 'part', of: 'cacheWrite' },
+    ],
+    toolCounts: [{ path: 'server_tool_use.web_search_requests', tool: 'web_search' }],
+    tierPath: 'service_tier',
+  },
+  levers: { toolTypes: [['web_search_', 'web_search']], cacheTtl: true, longContextBeta: 'context-1m' },
   onEvent(state, event) {
     switch (event.event) {
       case 'message_start': {
-        const usage = usageOf(parseEventData(event.data)?.message?.usage);
-        if (usage) state.usage = usage;
+        const start = parseObject(event.data);
+        if (start === undefined) {
+          state.problem ??= 'usage_malformed';
+          break;
+        }
+        const usage = start.message?.usage;
+        if (!isObject(usage) || Array.isArray(usage)) {
+          if (usage !== undefined && usage !== null) state.problem ??= 'usage_malformed';
+          break;
+        }
+        // message_start's output_tokens is a placeholder (1 or so): only a message_delta reports
+        // the output, so a stream that never sends one has its output estimated.
+        const { output_tokens: _placeholder, ...input } = usage;
+        state.usage = state.usage === undefined ? input : mergeRestated(input, state.usage);
         break;
       }
-      case 'message_delta':
-        applyDelta(state, parseEventData(event.data)?.usage);
+      case 'message_delta': {
+        // Cumulative counts; fields it does not restate are null or absent (see mergeRestated).
+        const delta = parseObject(event.data);
+        if (delta === undefined) {
+          state.problem ??= 'usage_malformed';
+          break;
+        }
+        if (isObject(delta.usage) && !Array.isArray(delta.usage)) state.usage = mergeRestated(state.usage ?? {}, delta.usage);
+        else if (delta.usage !== undefined && delta.usage !== null) state.problem ??= 'usage_malformed';
         break;
+      }
       case 'error':
         state.failure = 'upstream_stream_error';
         break;

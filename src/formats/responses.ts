@@ -1,31 +1,44 @@
-import { parseEventData } from './chat.js';
-import { capturedString, count, isObject, type FormatAdapter, type Usage } from './types.js';
+import { capturedString, isObject, parseObject, type FormatAdapter } from './types.js';
 
 const DELTA = /"delta"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 
-/** OpenAI Responses: `usage.input_tokens` (cached inside), `output_tokens` (reasoning inside). */
-function usageOf(u: unknown): Usage | undefined {
-  if (!isObject(u)) return undefined;
-  return {
-    input: count(u.input_tokens),
-    cachedInput: count(u.input_tokens_details?.cached_tokens),
-    cacheWrite: 0,
-    output: count(u.output_tokens),
-    reasoning: count(u.output_tokens_details?.reasoning_tokens),
-  };
-}
-
+/**
+ * OpenAI Responses: `usage.input_tokens` (cached inside), `output_tokens` (reasoning inside);
+ * the service tier used is the response's `service_tier`, and every call of a server-side
+ * tool is an item of `output` (`web_search_call`, `file_search_call`).
+ */
 export const responses: FormatAdapter = {
   endpoint: 'responses',
   outputCapFields: ['max_output_tokens'],
-  usageOfBody: (body) => (isObject(body) ? usageOf(body.usage) : undefined),
+  usage: {
+    counts: [
+      { path: 'input_tokens', adds: ['input'], role: 'total' },
+      { path: 'output_tokens', adds: ['output'], role: 'total' },
+      { path: 'input_tokens_details.cached_tokens', adds: ['cachedInput'], role: 'part', of: 'input', discount: true },
+      { path: 'input_tokens_details.audio_tokens', adds: ['audioInput'], role: 'part', of: 'input' },
+      { path: 'input_tokens_details.image_tokens', adds: ['imageInput'], role: 'part', of: 'input' },
+      { path: 'output_tokens_details.reasoning_tokens', adds: ['reasoning'], role: 'part', of: 'output', discount: true },
+      { path: 'output_tokens_details.audio_tokens', adds: ['audioOutput'], role: 'part', of: 'output' },
+      { path: 'output_tokens_details.image_tokens', adds: ['imageOutput'], role: 'part', of: 'output' },
+    ],
+  },
+  tierField: 'service_tier',
+  toolItems: { web_search_call: 'web_search', file_search_call: 'file_search' },
+  levers: { tierField: 'service_tier', toolTypes: [['web_search', 'web_search'], ['file_search', 'file_search']] },
   onEvent(state, event) {
     // The event name is on the `event:` line; only the terminal events are parsed.
     switch (event.event) {
       case 'response.completed':
       case 'response.incomplete': {
-        const usage = usageOf(parseEventData(event.data)?.response?.usage);
-        if (usage) state.usage = usage;
+        const response = parseObject(event.data)?.response;
+        if (!isObject(response)) {
+          state.problem ??= 'usage_malformed';
+          break;
+        }
+        if (isObject(response.usage) && !Array.isArray(response.usage)) state.usage = response.usage;
+        else if (response.usage !== undefined && response.usage !== null) state.problem ??= 'usage_malformed';
+        if (typeof response.service_tier === 'string') state.serviceTier = response.service_tier;
+        state.toolCalls = countToolItems(response.output, responses.toolItems!);
         break;
       }
       case 'response.failed':
@@ -38,3 +51,14 @@ export const responses: FormatAdapter = {
   },
   deltaText: (event) => (event.event !== undefined && event.event.endsWith('.delta') ? capturedString(event.data, DELTA) : undefined),
 };
+
+/** Calls of fee-bearing tools among a response's output items, by fee name. */
+function countToolItems(output: unknown, items: Readonly<Record<string, string>>): Record<string, number> {
+  const calls: Record<string, number> = {};
+  if (!Array.isArray(output)) return calls;
+  for (const item of output) {
+    const fee = isObject(item) && typeof item.type === 'string' && Object.hasOwn(items, item.type) ? items[item.type] : undefined;
+    if (fee !== undefined) calls[fee] = (calls[fee] ?? 0) + 1;
+  }
+  return calls;
+}

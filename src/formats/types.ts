@@ -1,27 +1,65 @@
 import type { EventSourceMessage } from 'eventsource-parser';
 import type { Endpoint } from '../config/types.js';
+import type { LeverSpec } from './levers.js';
+import type { UsageSchema } from './usage-read.js';
 
-/** Token counts normalised across formats. `input` counts every input token, cached reads and cache writes included. */
+/**
+ * Token counts normalised across formats. `input` counts every input token (cached reads,
+ * cache writes, audio and image tokens included); `output` every output token (reasoning,
+ * audio and image included). The other counts say how many of them were of a kind that is
+ * priced differently.
+ */
 export interface Usage {
   input: number;
+  /** Of `input`: cache reads. */
   cachedInput: number;
+  /** Of `input`: cache writes of any duration. */
   cacheWrite: number;
-  /** Every output token, reasoning included. */
+  /** Of `cacheWrite`: writes to the 1-hour cache (Anthropic's `ephemeral_1h_input_tokens`). */
+  cacheWrite1h: number;
+  /** Of `input`: audio and image tokens. */
+  audioInput: number;
+  imageInput: number;
   output: number;
-  /** Of `output`, how many were reasoning (kept for the record; already in `output`). */
+  /** Of `output`: reasoning (kept for the record; priced as output). */
   reasoning: number;
+  /** Of `output`: audio and image tokens. */
+  audioOutput: number;
+  imageOutput: number;
+  /** Calls of server-side tools that carry a fee per call, by fee name (`web_search`, …). */
+  toolCalls: Record<string, number>;
+  /** The service tier the provider reports it used; null for none reported. */
+  serviceTier: string | null;
+}
+
+export function emptyUsage(): Usage {
+  return {
+    input: 0, cachedInput: 0, cacheWrite: 0, cacheWrite1h: 0, audioInput: 0, imageInput: 0,
+    output: 0, reasoning: 0, audioOutput: 0, imageOutput: 0, toolCalls: {}, serviceTier: null,
+  };
 }
 
 /** What a stream has told the tap so far. */
 export interface StreamState {
-  usage: Usage | undefined;
+  /**
+   * The usage object as reported so far (for Messages, message_start's merged with the counts
+   * every message_delta restates); read against the adapter's schema when the stream ends.
+   */
+  usage: Record<string, unknown> | undefined;
+  /** Why the usage cannot be read, when an event that carries it could not be parsed. */
+  problem: string | null;
+  /** The service tier the stream reports outside its usage object (Chat, Responses). */
+  serviceTier: string | null;
+  /** Fee-bearing tool calls counted from output items (Responses). */
+  toolCalls: Record<string, number> | null;
   /** Set when the provider reported an error inside the stream: the marker for the usage record. */
   failure: string | null;
 }
 
 /**
  * One wire format as data: where usage sits in a plain response and which stream events carry
- * it. The pipeline never branches on the format anywhere else.
+ * it, which counts an answer must report to be read completely, and which request fields
+ * change the price. The pipeline never branches on the format anywhere else.
  */
 export interface FormatAdapter {
   endpoint: Endpoint;
@@ -32,8 +70,18 @@ export interface FormatAdapter {
   outputCapFields: readonly string[];
   /** A field asking for several answers to one prompt (Chat Completions' `n`): the cap counts once per answer. */
   choicesField?: string;
-  /** Usage from a parsed plain (non-streamed) response body. */
-  usageOfBody(body: unknown): Usage | undefined;
+  /** The counts of a usage object and how they add up (see usage-read.ts). */
+  usage: UsageSchema;
+  /**
+   * Where the service tier the provider used sits outside the usage object: a top-level string
+   * field of the plain body and of the stream event that carries the usage. Undefined when the
+   * format reports it inside usage (Messages) or not at all.
+   */
+  tierField?: string;
+  /** Output item types that are calls of fee-bearing server tools, by fee name (Responses). */
+  toolItems?: Readonly<Record<string, string>>;
+  /** Request fields that change what the provider charges (see levers.ts). */
+  levers: LeverSpec;
   /** Reads one server-sent event; parses JSON only for the events that carry usage or errors. */
   onEvent(state: StreamState, event: EventSourceMessage): void;
   /**
@@ -59,11 +107,16 @@ export function capturedString(data: string, pattern: RegExp): string | undefine
   }
 }
 
-/** A non-negative integer field, or 0. */
-export function count(v: unknown): number {
-  return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : 0;
-}
-
 export function isObject(v: unknown): v is Record<string, any> {
   return typeof v === 'object' && v !== null;
+}
+
+/** A JSON object parsed from `data`, or undefined (not JSON, or not an object). */
+export function parseObject(data: string): Record<string, any> | undefined {
+  try {
+    const v: unknown = JSON.parse(data);
+    return isObject(v) && !Array.isArray(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
 }

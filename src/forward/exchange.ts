@@ -1,13 +1,15 @@
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Model } from '../config/types.js';
+import type { RequestLevers } from '../formats/levers.js';
 import type { FormatAdapter, Usage } from '../formats/types.js';
+import type { Reading } from '../formats/usage-read.js';
 import { UsageChunkFilter } from '../formats/usage-chunk-filter.js';
 import { sendError } from '../http/errors.js';
 import { clientResponseHeaders, pickUpstreamHeaders } from '../http/headers.js';
 import { log } from '../log.js';
 import { expectRecord, noteFirstByte, noteRecord } from '../observe/call.js';
-import { chargeFor } from '../meter/charge.js';
+import { chargeFor, usageDetail } from '../meter/charge.js';
 import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
 import type { CommitListener, Store } from '../store/lmdb.js';
@@ -28,6 +30,8 @@ export interface Metering {
   clientGoneGraceMs: number;
   /** When the call was admitted and its hold placed (the record's time). */
   startedAt: number;
+  /** The price levers the request pulls (tool calls it implies are part of its usage). */
+  levers: RequestLevers;
 }
 
 /** How a call ended, for its usage record. */
@@ -35,6 +39,8 @@ interface Outcome {
   usage: Usage | undefined;
   error: string | null;
   estimated: boolean;
+  /** Why the usage was estimated (see usage-read.ts), null when it was read. */
+  estimateReason?: string | null;
 }
 
 /** What the client is told once the record is committed. */
@@ -120,7 +126,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     this.streamed = picked.contentType !== undefined && picked.contentType.startsWith('text/event-stream');
     const m = this.metering;
     if (m !== null && statusCode < 300) {
-      this.tap = new UsageTap(m.format, this.streamed);
+      this.tap = new UsageTap(m.format, this.streamed, m.levers);
       if (this.streamed && m.stripUsageChunk) this.filter = new UsageChunkFilter();
     }
     this.responseHeaders = clientResponseHeaders(picked, this.requestId, this.streamed);
@@ -172,8 +178,11 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     // An error reported inside a stream: the client's connection is destroyed, never ended
     // cleanly, so no client mistakes the partial answer for a complete one.
     if (tap.failure !== null) return this.commit(m, { usage: undefined, error: tap.failure, estimated: false }, this.streamed ? Finish.Destroy : Finish.End);
-    if (tap.usage !== undefined) return this.commit(m, { usage: tap.usage, error: null, estimated: false }, Finish.End);
-    this.estimateAndCommit(m, Finish.End);
+    // Usage that cannot be read completely and unambiguously is never taken as it is: what was
+    // read is kept and the rest estimated, with the reason in the record.
+    const reading = tap.reading;
+    if (reading.problem === null) return this.commit(m, { usage: reading.usage, error: null, estimated: false }, Finish.End);
+    this.estimateAndCommit(m, Finish.End, reading, reading.problem);
   }
 
   onError(err: Error): void {
@@ -188,7 +197,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       if (m === null) return;
       if (this.headersReceived && this.status >= 300) {
         this.commit(m, { usage: undefined, error: `upstream_status_${this.status}`, estimated: false }, Finish.Nothing);
-      } else this.estimateAndCommit(m, Finish.Nothing);
+      } else this.estimateAndCommit(m, Finish.Nothing, this.tap?.reading, 'client_gone');
       return;
     }
     // Nothing came back (the provider could not be reached, or never answered), or the
@@ -298,11 +307,11 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     return this.clientGone && o.error !== 'upstream_unavailable' ? CLIENT_CLOSED_REQUEST : 502;
   }
 
-  private estimateAndCommit(m: Metering, finish: Finish): void {
+  private estimateAndCommit(m: Metering, finish: Finish, reading: Reading | undefined, reason: string): void {
     const tap = this.tap;
-    estimateUsage(tap?.usage, m.requestBody, { stream: tap?.stream ?? m.requestedStream, text: tap?.outputText ?? '', chars: tap?.outputChars ?? 0, bytesSeen: tap?.bytesSeen ?? 0 })
+    estimateUsage(reading, m.requestBody, { stream: tap?.stream ?? m.requestedStream, text: tap?.outputText ?? '', chars: tap?.outputChars ?? 0, bytesSeen: tap?.bytesSeen ?? 0 })
       .then(
-        (usage) => this.commit(m, { usage, error: null, estimated: true }, finish),
+        (usage) => this.commit(m, { usage, error: null, estimated: true, estimateReason: reason }, finish),
         (err: unknown) => {
           log('error', 'estimate_failed', { requestId: this.recordId(), error: String(err) });
           this.commit(m, { usage: undefined, error: 'estimate_failed', estimated: false }, finish);
@@ -333,11 +342,12 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       error: o.error,
       estimated: u !== undefined && o.estimated,
       clientGone: this.clientGone,
+      ...usageDetail(u, o.estimateReason ?? null, charge),
     };
     noteRecord(this.res, record);
     m.store.record(m.key, record, charge, this);
   }
 }
 
-const NO_CHARGE = { nano: 0, tokens: 0 };
+const NO_CHARGE = { nano: 0, tokens: 0, worstCase: null, longContext: false };
 const CLIENT_CLOSED_REQUEST = 499;

@@ -7,7 +7,8 @@ import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
  * leaves the matter open: `request_too_large` (maximum size), `concurrency_limit_exceeded`
  * (per-key concurrency, interface.md), `store_unavailable` (the store failed: fail closed) and
  * `internal_error` (a fault inside the gateway: a 500 of its own, so that a bug is never
- * reported as the provider's `upstream_unavailable`).
+ * reported as the provider's `upstream_unavailable`), and `unpriced_option` (a request using
+ * a priced option the model's price cannot price).
  */
 export const GATEWAY_ERRORS = {
   missing_api_key: [401, 'invalid_request_error', 'No API key was provided. Send it as "Authorization: Bearer <key>" or in the "x-api-key" header.'],
@@ -26,6 +27,7 @@ export const GATEWAY_ERRORS = {
   concurrency_limit_exceeded: [429, 'rate_limit_error', 'This API key has as many calls in flight as it may have at once. Retry when one of them has finished.'],
   store_unavailable: [503, 'api_error', 'The gateway cannot reach its store right now, so it cannot check or bill this call. Nothing was forwarded or billed. Retry shortly.'],
   internal_error: [500, 'api_error', 'The gateway failed while handling this request. Nothing was billed; quote the x-request-id when reporting it.'],
+  unpriced_option: [400, 'invalid_request_error', 'This request uses an option that changes what the provider charges, and this gateway has no price for it on this model. Leave the option out, or ask the gateway\'s operator to price it.'],
 } as const;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
@@ -48,6 +50,18 @@ const PREPARED = new Map<GatewayErrorCode, PreparedError>(
 
 export function errorBody(code: GatewayErrorCode): Buffer {
   return PREPARED.get(code)!.body;
+}
+
+/**
+ * Sends one of the gateway's errors with a message naming what was wrong (built per call: only
+ * for rare refusals whose message says which option of the request caused them).
+ */
+export function sendErrorSaying(res: ServerResponse, code: GatewayErrorCode, requestId: string, message: string): void {
+  const [status, type] = GATEWAY_ERRORS[code];
+  noteCode(res, code);
+  const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: null } }));
+  res.writeHead(status, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS_RESPONSE_HEADERS], requestId));
+  res.end(body);
 }
 
 /** Sends one of the gateway's errors; `retryAfter` (seconds) goes with `rate_limit_exceeded`. */

@@ -1,8 +1,9 @@
-import type { Usage } from '../formats/types.js';
+import { emptyUsage, type Usage } from '../formats/types.js';
+import type { Reading } from '../formats/usage-read.js';
 
 /**
- * Estimates for calls that end without the provider's usage (the client left and the grace
- * period ran out, or the provider never reported it). Tokens are counted with gpt-tokenizer's
+ * Estimates for calls whose usage cannot be read completely (the client left and the grace
+ * period ran out, or the provider did not report it, or not readably). Tokens are counted with gpt-tokenizer's
  * o200k_base encoding (the current OpenAI encoding; for Claude models it is an approximation),
  * loaded only when an estimate is first needed. Records built from it say `estimated: true`.
  */
@@ -30,25 +31,23 @@ export function promptText(body: unknown): string {
 }
 
 /**
- * Input from the usage already reported (Messages streams report input first) or else from the
- * prompt's text. Output: in a stream, the tokens of the text seen so far; in a plain body (which
+ * Completes a reading that could not be taken as it is. A side whose counts were read stays as
+ * read; a side that could not be read is estimated, never below what was read of it: input
+ * from the prompt's text, output from the text seen in a stream or, in a plain body (which
  * cannot be read before it is complete), a quarter of the bytes seen.
  */
 export async function estimateUsage(
-  seen: Usage | undefined,
+  reading: Reading | undefined,
   requestBody: unknown,
   output: { stream: boolean; text: string; chars: number; bytesSeen: number },
 ): Promise<Usage> {
   const count = await tokenCounter();
-  const input = seen !== undefined && seen.input > 0 ? seen.input : count(promptText(requestBody));
-  // Only a sample of a long text is kept: scale its token count to the whole length.
-  const sampled = output.text.length === 0 ? 0 : Math.ceil((count(output.text) * Math.max(output.chars, output.text.length)) / output.text.length);
-  const textOutput = output.stream ? sampled : Math.ceil(output.bytesSeen / 4);
-  return {
-    input,
-    cachedInput: seen?.cachedInput ?? 0,
-    cacheWrite: seen?.cacheWrite ?? 0,
-    output: Math.max(seen?.output ?? 0, textOutput),
-    reasoning: 0,
-  };
+  const usage = reading?.usage ?? emptyUsage();
+  if (reading?.known.input !== true) usage.input = Math.max(usage.input, count(promptText(requestBody)));
+  if (reading?.known.output !== true) {
+    // Only a sample of a long text is kept: scale its token count to the whole length.
+    const sampled = output.text.length === 0 ? 0 : Math.ceil((count(output.text) * Math.max(output.chars, output.text.length)) / output.text.length);
+    usage.output = Math.max(usage.output, output.stream ? sampled : Math.ceil(output.bytesSeen / 4));
+  }
+  return usage;
 }

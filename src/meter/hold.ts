@@ -3,20 +3,24 @@ import type { Model } from '../config/types.js';
 import type { FormatAdapter } from '../formats/types.js';
 import type { Hold } from '../store/lmdb.js';
 import type { KeyMode } from '../store/types.js';
+import { holdRates } from './charge.js';
 
 /**
  * What a call holds against its account before it is forwarded: its worst case.
  *
  * - Input: the request body's size in bytes, counted as tokens (every tokenizer in use makes
  *   at least one byte of text per token), and never more than the model's context window (the
- *   provider accepts no more). Priced at the dearest input rate the model has (fresh, cached
- *   read or cache write), since the gateway cannot know beforehand how the provider splits it.
+ *   provider accepts no more). Priced at the dearest input rate the model's price has (fresh,
+ *   cached read, 5-minute or 1-hour cache write, in any service tier or at long-context rates:
+ *   charge.ts holdRates), since the gateway cannot know beforehand how the provider splits it.
  * - Output: the largest of the body's output caps (`max_tokens`, `max_completion_tokens`,
  *   `max_output_tokens`, by format), times Chat Completions' `n`; where the body sets none, the
- *   model's `maxOutputTokens`. At the output price.
+ *   model's `maxOutputTokens`. At the dearest output rate (any tier, long context).
  *
  * A token key holds input plus output tokens. So the hold covers the call's real cost except
- * for input the body does not carry as text (an image or a file fetched by URL).
+ * for input the body does not carry as text (an image or a file fetched by URL), audio and image
+ * token rates, per-call tool fees, and levers only the answer reveals that the price has no
+ * rate for (those are charged at the price's highest rate, see charge.ts costOf).
  *
  * Should the call's process die before the call is settled, it is charged its input estimate
  * instead: a quarter of the bounded input (≈ 4 bytes of text per token), at the input price.
@@ -26,8 +30,9 @@ export function holdFor(format: FormatAdapter, model: Model, mode: KeyMode, body
   const output = outputCap(format, model, body);
   const interruptedInputTokens = Math.ceil(input / 4);
   const p = model.price;
+  const rates = holdRates(p);
   return {
-    amount: mode === 'credit' ? input * Math.max(p.input, p.cachedInput, p.cacheWrite) + output * p.output : input + output,
+    amount: mode === 'credit' ? input * rates.input + output * rates.output : input + output,
     interruptedCharge: mode === 'credit' ? interruptedInputTokens * p.input : interruptedInputTokens,
     interruptedInputTokens,
     endpoint: format.endpoint,

@@ -83,6 +83,35 @@ export interface MockSwitches {
   bytes?: number;
   /** chat stream: omit the usage chunk even if stream_options.include_usage was asked */
   noUsage?: boolean;
+  /**
+   * The service tier the answer reports: chat and responses `service_tier` (plain body, every
+   * chat chunk, the response object), messages `usage.service_tier`. Without it, chat and
+   * responses report the request's own `service_tier` ("auto" answered as "default") when it
+   * sent one, and nothing otherwise.
+   */
+  serviceTier?: string;
+  /** chat: prompt_tokens_details / completion_tokens_details audio_tokens (default 0) */
+  audioInputTokens?: number;
+  audioOutputTokens?: number;
+  /** chat and responses: image_tokens in the input / output details (absent by default) */
+  imageInputTokens?: number;
+  imageOutputTokens?: number;
+  /** messages: of cacheWriteTokens, this many to the 1-hour cache (adds usage.cache_creation) */
+  cacheWrite1hTokens?: number;
+  /** web searches: messages usage.server_tool_use.web_search_requests; responses web_search_call output items */
+  webSearchRequests?: number;
+  /**
+   * Raw JSON text put where the usage value goes, instead of the real usage: the plain body's
+   * `usage`, the chat usage chunk's, response.completed's, messages message_delta's. For
+   * answers whose usage the gateway cannot read (`{}`, `{"total_tokens":5}`, …).
+   */
+  usageJson?: string;
+  /** messages stream: raw JSON text for message_start's usage */
+  startUsageJson?: string;
+  /** plain body: leave the `usage` member out altogether */
+  omitUsage?: boolean;
+  /** stream: the event that carries the usage is sent with its JSON cut short (unparseable) */
+  malformedUsageEvent?: boolean;
 }
 
 // ---------------------------------------------------------------------------
@@ -103,6 +132,19 @@ interface Sw {
   errorEvent: boolean;
   bytes: number; // -1 = off
   noUsage: boolean;
+  tier: string | null;
+  AI: number;
+  AO: number;
+  II: number; // -1 = absent
+  IO: number; // -1 = absent
+  W1h: number; // -1 = absent
+  searches: number; // -1 = absent
+  usageJson: string | null;
+  startUsageJson: string | null;
+  omitUsage: boolean;
+  malformed: boolean;
+  /** '' for the default shapes; else a key that makes plain-body templates distinct */
+  extraKey: string;
 }
 
 const DEFAULT_SW: Sw = Object.freeze({
@@ -120,6 +162,18 @@ const DEFAULT_SW: Sw = Object.freeze({
   errorEvent: false,
   bytes: -1,
   noUsage: false,
+  tier: null,
+  AI: 0,
+  AO: 0,
+  II: -1,
+  IO: -1,
+  W1h: -1,
+  searches: -1,
+  usageJson: null,
+  startUsageJson: null,
+  omitUsage: false,
+  malformed: false,
+  extraKey: '',
 });
 
 function nonNeg(v: unknown, d: number): number {
@@ -145,6 +199,18 @@ function readSwitches(m: unknown): Sw {
     errorEvent: o.errorEvent === true,
     bytes: nonNeg(o.bytes, -1),
     noUsage: o.noUsage === true,
+    tier: typeof o.serviceTier === 'string' ? o.serviceTier : null,
+    AI: nonNeg(o.audioInputTokens, 0),
+    AO: nonNeg(o.audioOutputTokens, 0),
+    II: nonNeg(o.imageInputTokens, -1),
+    IO: nonNeg(o.imageOutputTokens, -1),
+    W1h: nonNeg(o.cacheWrite1hTokens, -1),
+    searches: nonNeg(o.webSearchRequests, -1),
+    usageJson: typeof o.usageJson === 'string' ? o.usageJson : null,
+    startUsageJson: typeof o.startUsageJson === 'string' ? o.startUsageJson : null,
+    omitUsage: o.omitUsage === true,
+    malformed: o.malformedUsageEvent === true,
+    extraKey: JSON.stringify([o.serviceTier, o.audioInputTokens, o.audioOutputTokens, o.imageInputTokens, o.imageOutputTokens, o.cacheWrite1hTokens, o.webSearchRequests, o.usageJson, o.omitUsage]),
   };
 }
 
@@ -215,33 +281,56 @@ const S_M = '\u0000M\u0000';
 const S_X = '\u0000X\u0000';
 
 function chatUsage(sw: Sw): string {
+  if (sw.usageJson !== null) return sw.usageJson;
   return (
     '{"prompt_tokens":' + sw.I +
     ',"completion_tokens":' + sw.O +
     ',"total_tokens":' + (sw.I + sw.O) +
     ',"prompt_tokens_details":{"cached_tokens":' + sw.C +
-    ',"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":' + sw.R +
-    ',"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}'
+    ',"audio_tokens":' + sw.AI + (sw.II >= 0 ? ',"image_tokens":' + sw.II : '') +
+    '},"completion_tokens_details":{"reasoning_tokens":' + sw.R +
+    ',"audio_tokens":' + sw.AO + (sw.IO >= 0 ? ',"image_tokens":' + sw.IO : '') +
+    ',"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}'
   );
 }
 
 function respUsage(sw: Sw): string {
+  if (sw.usageJson !== null) return sw.usageJson;
   return (
     '{"input_tokens":' + sw.I +
-    ',"input_tokens_details":{"cached_tokens":' + sw.C +
+    ',"input_tokens_details":{"cached_tokens":' + sw.C + (sw.II >= 0 ? ',"image_tokens":' + sw.II : '') +
     '},"output_tokens":' + sw.O +
-    ',"output_tokens_details":{"reasoning_tokens":' + sw.R +
+    ',"output_tokens_details":{"reasoning_tokens":' + sw.R + (sw.IO >= 0 ? ',"image_tokens":' + sw.IO : '') +
     '},"total_tokens":' + (sw.I + sw.O) + '}'
   );
 }
 
+/** Messages usage; `outputTokens` is 1 in message_start (a placeholder, as the real API sends). */
 function msgUsage(sw: Sw, outputTokens: number): string {
   return (
     '{"input_tokens":' + sw.I +
     ',"cache_creation_input_tokens":' + sw.W +
     ',"cache_read_input_tokens":' + sw.C +
-    ',"output_tokens":' + outputTokens + '}'
+    (sw.W1h >= 0 ? ',"cache_creation":{"ephemeral_5m_input_tokens":' + Math.max(0, sw.W - sw.W1h) + ',"ephemeral_1h_input_tokens":' + sw.W1h + '}' : '') +
+    ',"output_tokens":' + outputTokens +
+    (sw.searches >= 0 ? ',"server_tool_use":{"web_search_requests":' + sw.searches + '}' : '') +
+    (sw.tier !== null ? ',"service_tier":' + JSON.stringify(sw.tier) : '') + '}'
   );
+}
+
+/** `,"service_tier":"…"` for chat and responses answers, or '' (see MockSwitches.serviceTier). */
+function tierMember(sw: Sw): string {
+  return sw.tier === null ? '' : ',"service_tier":' + JSON.stringify(sw.tier);
+}
+
+/** The usage member of a plain body (`,"usage":…`), or '' with omitUsage. */
+function usageMember(sw: Sw, usage: string): string {
+  return sw.omitUsage ? '' : ',"usage":' + usage;
+}
+
+/** An event's JSON cut short, for malformedUsageEvent. */
+function broken(json: string): string {
+  return json.slice(0, Math.max(1, json.length - 2));
 }
 
 function chatPlainBody(n: string, created: string, model: string, text: string, sw: Sw): string {
@@ -250,8 +339,8 @@ function chatPlainBody(n: string, created: string, model: string, text: string, 
     '","object":"chat.completion","created":' + created +
     ',"model":' + model +
     ',"choices":[{"index":0,"message":{"role":"assistant","content":"' + text +
-    '","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":' + chatUsage(sw) +
-    ',"system_fingerprint":"fp_mock"}'
+    '","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}]' + usageMember(sw, chatUsage(sw)) +
+    tierMember(sw) + ',"system_fingerprint":"fp_mock"}'
   );
 }
 
@@ -262,7 +351,14 @@ function respItem(n: string, status: string, text: string): string {
   );
 }
 
-function respObject(n: string, created: string, model: string, status: string, output: string, usage: string, error: string): string {
+/** The web_search_call output items of a response that searched (webSearchRequests), each followed by a comma. */
+function searchItems(n: string, sw: Sw): string {
+  let items = '';
+  for (let i = 0; i < sw.searches; i++) items += '{"type":"web_search_call","id":"ws_mock' + n + '_' + i + '","status":"completed","action":{"type":"search","query":"mock"}},';
+  return items;
+}
+
+function respObject(n: string, created: string, model: string, status: string, output: string, usage: string | null, error: string, sw: Sw = DEFAULT_SW): string {
   return (
     '{"id":"resp_mock' + n +
     '","object":"response","created_at":' + created +
@@ -270,13 +366,14 @@ function respObject(n: string, created: string, model: string, status: string, o
     '","background":false,"error":' + error +
     ',"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":' + model +
     ',"output":' + output +
-    ',"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled","usage":' + usage +
+    ',"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null}' + tierMember(sw) +
+    ',"store":true,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled"' + (usage === null ? '' : ',"usage":' + usage) +
     ',"user":null,"metadata":{}}'
   );
 }
 
 function respPlainBody(n: string, created: string, model: string, text: string, sw: Sw): string {
-  return respObject(n, created, model, 'completed', '[' + respItem(n, 'completed', text) + ']', respUsage(sw), 'null');
+  return respObject(n, created, model, 'completed', '[' + searchItems(n, sw) + respItem(n, 'completed', text) + ']', sw.omitUsage ? null : respUsage(sw), 'null', sw);
 }
 
 function msgPlainBody(n: string, _created: string, model: string, text: string, sw: Sw): string {
@@ -284,7 +381,7 @@ function msgPlainBody(n: string, _created: string, model: string, text: string, 
     '{"id":"msg_mock' + n +
     '","type":"message","role":"assistant","model":' + model +
     ',"content":[{"type":"text","text":"' + text +
-    '"}],"stop_reason":"end_turn","stop_sequence":null,"usage":' + msgUsage(sw, sw.O) + '}'
+    '"}],"stop_reason":"end_turn","stop_sequence":null' + usageMember(sw, sw.usageJson ?? msgUsage(sw, sw.O)) + '}'
   );
 }
 
@@ -333,7 +430,7 @@ const TEMPLATE_CACHE = new Map<string, Template>();
 
 function templateFor(fmt: Fmt, sw: Sw): Template {
   if (sw === DEFAULT_SW) return DEFAULT_TEMPLATES[fmt]!;
-  const key = fmt + ':' + sw.I + ':' + sw.O + ':' + sw.C + ':' + sw.W + ':' + sw.R + ':' + sw.chunks;
+  const key = fmt + ':' + sw.I + ':' + sw.O + ':' + sw.C + ':' + sw.W + ':' + sw.R + ':' + sw.chunks + ':' + sw.extraKey;
   let t = TEMPLATE_CACHE.get(key);
   if (t === undefined) {
     t = makeTemplate(fmt, sw);
@@ -500,7 +597,7 @@ function* chatStream(c: StreamCtx): Generator<Item> {
   const base =
     'data: {"id":"chatcmpl-mock' + c.n +
     '","object":"chat.completion.chunk","created":' + c.created +
-    ',"model":' + c.model +
+    ',"model":' + c.model + tierMember(sw) +
     ',"system_fingerprint":"fp_mock","choices":[';
   const head = base + '{"index":0,"delta":';
   const tail = c.includeUsage ? ',"usage":null}\n\n' : '}\n\n';
@@ -523,7 +620,10 @@ function* chatStream(c: StreamCtx): Generator<Item> {
     return;
   }
   yield head + '{},"logprobs":null,"finish_reason":"stop"}]' + tail;
-  if (c.includeUsage && !sw.noUsage) yield base + '],"usage":' + chatUsage(sw) + '}\n\n';
+  if (c.includeUsage && !sw.noUsage) {
+    const chunk = base + '],"usage":' + chatUsage(sw) + '}';
+    yield (sw.malformed ? broken(chunk) : chunk) + '\n\n';
+  }
   yield 'data: [DONE]\n\n';
 }
 
@@ -534,8 +634,8 @@ function* respStream(c: StreamCtx): Generator<Item> {
     'event: ' + type + '\ndata: {"type":"' + type + '","sequence_number":' + seq++ + ',' + rest + '}\n\n';
   const itemId = 'msg_mock' + n;
   const loc = '"item_id":"' + itemId + '","output_index":0,"content_index":0';
-  yield ev('response.created', '"response":' + respObject(n, c.created, c.model, 'in_progress', '[]', 'null', 'null'));
-  yield ev('response.in_progress', '"response":' + respObject(n, c.created, c.model, 'in_progress', '[]', 'null', 'null'));
+  yield ev('response.created', '"response":' + respObject(n, c.created, c.model, 'in_progress', '[]', 'null', 'null', sw));
+  yield ev('response.in_progress', '"response":' + respObject(n, c.created, c.model, 'in_progress', '[]', 'null', 'null', sw));
   yield ev(
     'response.output_item.added',
     '"output_index":0,"item":{"id":"' + itemId + '","type":"message","status":"in_progress","content":[],"role":"assistant"}',
@@ -569,7 +669,8 @@ function* respStream(c: StreamCtx): Generator<Item> {
   yield ev('response.content_part.done', loc + ',"part":{"type":"output_text","annotations":[],"logprobs":[],"text":"' + text + '"}');
   const item = respItem(n, 'completed', text);
   yield ev('response.output_item.done', '"output_index":0,"item":' + item);
-  yield ev('response.completed', '"response":' + respObject(n, c.created, c.model, 'completed', '[' + item + ']', usage, 'null'));
+  const completed = ev('response.completed', '"response":' + respObject(n, c.created, c.model, 'completed', '[' + searchItems(n, sw) + item + ']', usage, 'null', sw));
+  yield sw.malformed ? broken(completed.slice(0, -2)) + '\n\n' : completed;
 }
 
 function* msgStream(c: StreamCtx): Generator<Item> {
@@ -577,7 +678,7 @@ function* msgStream(c: StreamCtx): Generator<Item> {
   yield (
     'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_mock' + c.n +
     '","type":"message","role":"assistant","model":' + c.model +
-    ',"content":[],"stop_reason":null,"stop_sequence":null,"usage":' + msgUsage(sw, 1) + '}}\n\n' +
+    ',"content":[],"stop_reason":null,"stop_sequence":null,"usage":' + (sw.startUsageJson ?? msgUsage(sw, 1)) + '}}\n\n' +
     'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n' +
     'event: ping\ndata: {"type": "ping"}\n\n'
   );
@@ -598,9 +699,11 @@ function* msgStream(c: StreamCtx): Generator<Item> {
     yield MSG_STREAM_ERROR;
     return;
   }
+  const deltaUsage = sw.usageJson ?? '{"output_tokens":' + sw.O + (sw.searches >= 0 ? ',"server_tool_use":{"web_search_requests":' + sw.searches + '}' : '') + '}';
+  const delta = '{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":' + deltaUsage + '}';
   yield (
     'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n' +
-    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":' + sw.O + '}}\n\n' +
+    'event: message_delta\ndata: ' + (sw.malformed ? broken(delta) : delta) + '\n\n' +
     'event: message_stop\ndata: {"type":"message_stop"}\n\n'
   );
 }
@@ -765,6 +868,12 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       lastModel = model;
       lastModelJson = modelJson;
       lastModelBytes = Buffer.byteLength(modelJson);
+    }
+    // The tier the request asked for is the one reported ("auto" is answered as "default"),
+    // unless the switches say which tier the provider used.
+    if (fmt !== MSG && sw.tier === null && typeof body.service_tier === 'string') {
+      const tier = body.service_tier === 'auto' ? 'default' : body.service_tier;
+      sw = { ...sw, tier, extraKey: sw.extraKey + '|' + tier };
     }
     if (body.stream !== true) {
       respondPlain(res, fmt, rid, n, modelJson, sw);

@@ -8,7 +8,7 @@ import { assertFixedLmdbBinding } from './binding.js';
 import { fundsRefusal } from '../admit/admit.js';
 import type { GatewayErrorCode } from '../http/errors.js';
 import { accountToRow, keyToRow, rowToAccount, rowToKey, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type UsageRow } from './rows.js';
-import type { Account, DailyTotals, KeyMode, KeyRecord, UsageRecord } from './types.js';
+import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type UsageRecord } from './types.js';
 
 const WINDOW_MS = 60_000;
 
@@ -568,6 +568,7 @@ export class Store {
           at: call[2], callId, requestId: callId, endpoint: call[6] as UsageRecord['endpoint'], model: call[7], stream: call[8] === 1,
           status: INTERRUPTED_STATUS, inputTokens: call[5], outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
           costNano: credit ? call[4] : null, tokensCharged: credit ? 0 : call[4], error: 'interrupted', estimated: true, clientGone: false,
+          ...PLAIN_USAGE_DETAIL, estimateReason: 'interrupted',
         };
         this.usage.put([keyId, record.at, callId], usageToRow(record));
         this.addDaily([keyId, this.dayOf(record.at), record.model], [1, credit ? call[4] : 0, record.tokensCharged]);

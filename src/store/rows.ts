@@ -32,11 +32,17 @@ export function rowToAccount(r: AccountRow): Account {
   return { mode: r[0] === 0 ? 'credit' : 'token', balanceNano: r[1], budgetTokens: r[2], usedTokens: r[3], held: r[4] ?? 0 };
 }
 
-export type UsageRow = [number, string, string, string, 0 | 1, number, number, number, number, number, number, number | null, number, string | null, 0 | 1, 0 | 1, string?];
+export type UsageRow = [number, string, string, string, 0 | 1, number, number, number, number, number, number, number | null, number, string | null, 0 | 1, 0 | 1,
+  // Appended later; rows written before have none of these.
+  callId?: string,
+  cacheWrite1h?: number, audioInput?: number, imageInput?: number, audioOutput?: number, imageOutput?: number,
+  toolCalls?: (string | number)[] | null, serviceTier?: string | null, estimateReason?: string | null, worstCase?: string | null, longContext?: 0 | 1];
 
 export function usageToRow(u: UsageRecord): UsageRow {
   return [u.at, u.requestId, u.endpoint, u.model, u.stream ? 1 : 0, u.status, u.inputTokens, u.outputTokens, u.cachedInputTokens,
-    u.cacheWriteTokens, u.reasoningTokens, u.costNano, u.tokensCharged, u.error, u.estimated ? 1 : 0, u.clientGone ? 1 : 0, u.callId];
+    u.cacheWriteTokens, u.reasoningTokens, u.costNano, u.tokensCharged, u.error, u.estimated ? 1 : 0, u.clientGone ? 1 : 0, u.callId,
+    u.cacheWrite1hTokens, u.audioInputTokens, u.imageInputTokens, u.audioOutputTokens, u.imageOutputTokens,
+    u.toolCalls == null ? null : Object.entries(u.toolCalls).flat(), u.serviceTier, u.estimateReason, u.worstCase, u.longContext ? 1 : 0];
 }
 
 export function rowToUsage(r: UsageRow): UsageRecord {
@@ -46,7 +52,17 @@ export function rowToUsage(r: UsageRow): UsageRecord {
     costNano: r[11], tokensCharged: r[12], error: r[13], estimated: r[14] === 1, clientGone: r[15] === 1,
     // Records written before calls had their own id were keyed by the request id.
     callId: r[16] ?? r[1],
+    cacheWrite1hTokens: r[17] ?? 0, audioInputTokens: r[18] ?? 0, imageInputTokens: r[19] ?? 0, audioOutputTokens: r[20] ?? 0, imageOutputTokens: r[21] ?? 0,
+    toolCalls: pairs(r[22]), serviceTier: r[23] ?? null, estimateReason: r[24] ?? null, worstCase: r[25] ?? null, longContext: r[26] === 1,
   };
+}
+
+/** [name, count, name, count, …] → { name: count }, or null. */
+function pairs(flat: (string | number)[] | null | undefined): Record<string, number> | null {
+  if (flat === null || flat === undefined) return null;
+  const out: Record<string, number> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = Number(flat[i + 1]);
+  return out;
 }
 
 /** Per key, day and model: [requests, cost nUSD, tokens]. */

@@ -65,7 +65,31 @@ export interface UsageRecord {
   error: string | null;
   estimated: boolean;
   clientGone: boolean;
+  // ── kept since usage is read completely and priced by lever (older records: 0 / null / false) ──
+  /** Of cacheWriteTokens: writes to the 1-hour cache. */
+  cacheWrite1hTokens: number;
+  /** Of inputTokens / outputTokens: audio and image tokens. */
+  audioInputTokens: number;
+  imageInputTokens: number;
+  audioOutputTokens: number;
+  imageOutputTokens: number;
+  /** Calls of fee-bearing server tools by fee name; null when there were none. */
+  toolCalls: Record<string, number> | null;
+  /** The service tier the provider reported, or null. */
+  serviceTier: string | null;
+  /** Why the tokens were estimated (usage-read.ts markers, or `client_gone`); null when they were read. */
+  estimateReason: string | null;
+  /** What was charged at the price's highest rate because the price has no rate for it (charge.ts); null when nothing was. */
+  worstCase: string | null;
+  /** Priced at the model's long-context rates. */
+  longContext: boolean;
 }
+
+/** The token-kind and pricing fields of a record that used none of the special kinds. */
+export const PLAIN_USAGE_DETAIL = Object.freeze({
+  cacheWrite1hTokens: 0, audioInputTokens: 0, imageInputTokens: 0, audioOutputTokens: 0, imageOutputTokens: 0,
+  toolCalls: null, serviceTier: null, estimateReason: null, worstCase: null, longContext: false,
+}) satisfies Partial<UsageRecord>;
 
 /** Per key and UTC day, for the usage checker's chart. */
 export interface DailyTotals {

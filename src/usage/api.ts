@@ -46,6 +46,8 @@ export function keyView(key: KeyRecord, account: Account | undefined, now: numbe
     view.usedTokens = used;
     view.remainingTokens = Math.max(0, budget - used);
     view.heldTokens = account?.held ?? 0;
+    // Tokens used above the budget (the last call is charged in full): a renewal covers these first.
+    view.overdraftTokens = Math.max(0, used - budget);
   }
   return view;
 }
@@ -70,6 +72,16 @@ export function requestView(r: UsageRecord): Record<string, unknown> {
     error: r.error,
     estimated: r.estimated,
     clientGone: r.clientGone,
+    estimateReason: r.estimateReason,
+    cacheWrite1hTokens: r.cacheWrite1hTokens,
+    audioInputTokens: r.audioInputTokens,
+    imageInputTokens: r.imageInputTokens,
+    audioOutputTokens: r.audioOutputTokens,
+    imageOutputTokens: r.imageOutputTokens,
+    toolCalls: r.toolCalls,
+    serviceTier: r.serviceTier,
+    longContext: r.longContext,
+    worstCase: r.worstCase,
   };
 }
 

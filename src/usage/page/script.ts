@@ -127,10 +127,12 @@ function verdict(k) {
       return { tone: 'bad', badge: 'Expired', sentence: 'Calls with this key fail because it expired at ' + expiryText(k.expiresAt) + '.',
         detail: el('span', null, 'Ask whoever gave you the key to extend it, even if it has ' + (k.mode === 'credit' ? 'credit' : 'budget') + ' left. ', code(403, 'key_expired')) };
     case 'insufficient_credit':
-      return { tone: 'bad', badge: 'Out of credit', sentence: 'Calls with this key fail because it has no credit left (balance ' + usd(k.balanceUsd) + ').',
+      return { tone: 'bad', badge: 'Out of credit', sentence: 'Calls with this key fail because it has no credit left (balance ' + usd(k.balanceUsd) + ')' +
+        (k.balanceNanoUsd < 0 ? '; it owes ' + usdNano(-k.balanceNanoUsd) + '.' : '.'),
         detail: el('span', null, 'Ask whoever gave you the key for a top-up. ', code(402, 'insufficient_credit')) };
     case 'token_budget_exhausted':
-      return { tone: 'bad', badge: 'Budget used up', sentence: 'Calls with this key fail because it has used up its token budget (' + fmtInt(k.usedTokens) + ' of ' + fmtInt(k.budgetTokens) + ' tokens).',
+      return { tone: 'bad', badge: 'Budget used up', sentence: 'Calls with this key fail because it has used up its token budget (' + fmtInt(k.usedTokens) + ' of ' + fmtInt(k.budgetTokens) + ' tokens' +
+        (k.overdraftTokens > 0 ? ', ' + fmtInt(k.overdraftTokens) + ' over' : '') + ').',
         detail: el('span', null, 'Ask whoever gave you the key to renew the budget. ', code(402, 'token_budget_exhausted')) };
     default:
       return { tone: 'warn', badge: 'Unknown', sentence: 'Calls with this key may fail (' + String(k.state) + ').', detail: el('span') };
@@ -173,6 +175,8 @@ function drawLeft(k, daily) {
     box.append(
       el('p', { class: 'big', id: 'balance' }, usd(k.balanceUsd), ' ', el('span', { class: 'unit', text: k.balanceNanoUsd < 0 ? 'overdrawn' : 'left' })),
       ...heldLine(k.heldNanoUsd > 0 ? usd(k.heldUsd) : null),
+      k.balanceNanoUsd < 0 ? el('p', { id: 'debt', class: 'debt' }, 'This key owes ' + usdNano(-k.balanceNanoUsd) +
+        ': its last call cost more than was left. A top-up pays this first; calls work again once the balance is above zero.') : null,
       el('p', null, 'Spent today (UTC): ' + usdNano(today) + '.'),
       el('p', { class: 'muted' }, 'Spent in the last 30 days: ' + usdNano(spent) + ' on ' + plural(requests, 'request', 'requests') + '.'),
     );
@@ -180,11 +184,16 @@ function drawLeft(k, daily) {
     $('left-title').textContent = 'Token budget';
     const share = k.budgetTokens > 0 ? k.usedTokens / k.budgetTokens : 1;
     const pct = (share * 100).toFixed(share > 0 && share < 0.001 ? 2 : 1) + '%';
+    const over = k.overdraftTokens || 0;
     box.append(
-      el('p', { class: 'big', id: 'balance' }, fmtInt(k.remainingTokens), ' ', el('span', { class: 'unit', text: 'tokens left' })),
+      over > 0
+        ? el('p', { class: 'big', id: 'balance' }, fmtInt(over), ' ', el('span', { class: 'unit', text: 'tokens over budget' }))
+        : el('p', { class: 'big', id: 'balance' }, fmtInt(k.remainingTokens), ' ', el('span', { class: 'unit', text: 'tokens left' })),
       meter(share, pct + ' of the budget used', true),
       el('p', null, fmtInt(k.usedTokens) + ' of ' + fmtInt(k.budgetTokens) + ' tokens used (' + pct + ').'),
       ...heldLine(k.heldTokens > 0 ? plural(k.heldTokens, 'token', 'tokens') : null),
+      over > 0 ? el('p', { id: 'debt', class: 'debt' }, 'This key used ' + plural(over, 'token', 'tokens') + ' more than its budget: its last call was counted in full. ' +
+        'A renewal covers these first; calls work again once the budget is above the ' + fmtInt(k.usedTokens) + ' tokens used.') : null,
       el('p', { class: 'muted' }, 'Used in the last 30 days: ' + plural(tokens, 'token', 'tokens') + ' on ' + plural(requests, 'request', 'requests') + '.'),
     );
   }
@@ -284,6 +293,23 @@ function drawModels(k, daily) {
 }
 
 // ── recent requests ──────────────────────────────────────────────────────
+/** Why a record's tokens were estimated, in words (the API's estimateReason markers). */
+function estimateText(reason) {
+  if (!reason) return 'the provider reported no usage';
+  const colon = reason.indexOf(':');
+  const code = colon === -1 ? reason : reason.slice(0, colon);
+  const field = colon === -1 ? '' : reason.slice(colon + 1);
+  switch (code) {
+    case 'usage_absent': return 'the provider reported no usage';
+    case 'usage_malformed': return 'the provider\'s usage could not be parsed';
+    case 'usage_field_missing': return 'the provider\'s usage had no ' + field;
+    case 'usage_field_invalid': return 'the provider\'s usage had an unreadable ' + field;
+    case 'usage_inconsistent': return 'the provider\'s usage had an impossible ' + field;
+    case 'client_gone': return 'the client left and the provider was stopped before it reported usage';
+    default: return reason;
+  }
+}
+
 // [column heading, label of the value when rows are shown as cards, class]
 const COLUMNS = () => [
   ['Time (UTC)', 'Time (UTC)', 'time'], ['Endpoint', 'Endpoint', ''], ['Model', 'Model', 'model'],
@@ -296,7 +322,14 @@ function requestRow(r) {
   const credit = info.mode === 'credit';
   const notes = [];
   if (r.error) notes.push(el('span', { class: 'note-bad' }, 'Error ', el('code', { text: r.error }), ' (not billed)'));
-  if (r.estimated) notes.push(el('span', { class: 'note-warn', text: 'Estimated (the provider reported no usage)' }));
+  if (r.estimated) notes.push(el('span', { class: 'note-warn', text: 'Estimated (' + estimateText(r.estimateReason) + ')' }));
+  if (r.worstCase) notes.push(el('span', { class: 'note-warn' }, 'Priced at the highest rate (no price for ', el('code', { text: r.worstCase }), ')'));
+  if (r.serviceTier && !['default', 'standard', 'auto'].includes(r.serviceTier)) notes.push(el('span', { text: r.serviceTier + ' tier' }));
+  if (r.longContext) notes.push(el('span', { text: 'Long-context rates' }));
+  if (r.cacheWrite1hTokens) notes.push(el('span', { text: fmtInt(r.cacheWrite1hTokens) + ' tokens written to the 1-hour cache' }));
+  const media = [['audio in', r.audioInputTokens], ['image in', r.imageInputTokens], ['audio out', r.audioOutputTokens], ['image out', r.imageOutputTokens]].filter((m) => m[1]);
+  if (media.length > 0) notes.push(el('span', { text: media.map((m) => fmtInt(m[1]) + ' ' + m[0]).join(', ') + ' tokens' }));
+  for (const [tool, n] of Object.entries(r.toolCalls || {})) notes.push(el('span', null, fmtInt(n) + ' ', el('code', { text: tool }), n === 1 ? ' call' : ' calls'));
   if (r.clientGone) notes.push(el('span', { text: 'Client left before the end' }));
   const noteCell = el('td', { role: 'cell', 'data-label': 'Note', class: 'note' });
   notes.forEach((n, i) => { if (i > 0) noteCell.append('; '); noteCell.append(n); });
@@ -462,9 +495,13 @@ const CSV_FIELDS = [
   ['status', 'status'], ['input_tokens', 'inputTokens'], ['output_tokens', 'outputTokens'],
   ['cached_input_tokens', 'cachedInputTokens'], ['cache_write_tokens', 'cacheWriteTokens'], ['reasoning_tokens', 'reasoningTokens'],
   ['cost_usd', 'costUsd'], ['tokens_charged', 'tokensCharged'], ['error', 'error'], ['estimated', 'estimated'], ['client_gone', 'clientGone'],
+  ['estimate_reason', 'estimateReason'], ['cache_write_1h_tokens', 'cacheWrite1hTokens'], ['audio_input_tokens', 'audioInputTokens'],
+  ['image_input_tokens', 'imageInputTokens'], ['audio_output_tokens', 'audioOutputTokens'], ['image_output_tokens', 'imageOutputTokens'],
+  ['tool_calls', 'toolCalls'], ['service_tier', 'serviceTier'], ['long_context', 'longContext'], ['worst_case', 'worstCase'],
 ];
 function csvCell(v) {
-  let s = v === null || v === undefined ? '' : String(v);
+  // Tool calls are an object: written as name=count pairs.
+  let s = v === null || v === undefined ? '' : typeof v === 'object' ? Object.entries(v).map((e) => e[0] + '=' + e[1]).join(';') : String(v);
   // Text that a spreadsheet would run as a formula is quoted with a leading apostrophe.
   if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = "'" + s;
   return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;

@@ -127,6 +127,7 @@ tbody tr:focus { outline: 3px solid var(--focus); outline-offset: -3px; }
 .st-bad { color: var(--bad); font-weight: 700; }
 .note-bad { color: var(--bad); font-weight: 600; }
 .note-warn { color: var(--warn); font-weight: 600; }
+.debt { color: var(--bad); font-weight: 600; }
 .table-wrap { overflow-x: auto; }
 .table-wrap + .actions { margin-top: 14px; }
 .empty { color: var(--muted); padding: .5rem 0; }

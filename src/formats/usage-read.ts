@@ -1,0 +1,150 @@
+import { emptyUsage, isObject, type Usage } from './types.js';
+
+/** The token counts a usage record keeps, each on one side of the call. */
+export type CountKind = 'input' | 'cachedInput' | 'cacheWrite' | 'cacheWrite1h' | 'audioInput' | 'imageInput'
+  | 'output' | 'reasoning' | 'audioOutput' | 'imageOutput';
+export type Side = 'input' | 'output';
+
+const SIDE: Readonly<Record<CountKind, Side>> = {
+  input: 'input', cachedInput: 'input', cacheWrite: 'input', cacheWrite1h: 'input', audioInput: 'input', imageInput: 'input',
+  output: 'output', reasoning: 'output', audioOutput: 'output', imageOutput: 'output',
+};
+
+/**
+ * One count of a usage object: where it sits, what it adds to, and what its absence means.
+ *
+ * - `total`: the side's main count (`prompt_tokens`, `output_tokens`). Without it the side
+ *   cannot be read, and its tokens are estimated.
+ * - `addend`: another term of the side's total (Messages reports cache reads and writes beside
+ *   `input_tokens`). Absent means 0; unreadable means the side's total is unknown.
+ * - `part`: a detail inside a total (`cached_tokens`, `audio_tokens`, `ephemeral_1h_input_tokens`).
+ *   Absent means 0. One that is unreadable, or larger than its whole, cannot be trusted, so it
+ *   is bounded the way that costs most: a `discount` part (cache reads) counts 0, any other part
+ *   counts as its whole (every input token audio, every cache write a 1-hour one).
+ */
+export interface CountField {
+  /** Dotted path inside the usage object. */
+  path: string;
+  /** The kinds this count adds to (Messages' cache reads add to `input` and `cachedInput`). */
+  adds: readonly CountKind[];
+  role: 'total' | 'addend' | 'part';
+  /** For parts: the count it is a part of. */
+  of?: CountKind;
+  /** For parts: priced no higher than its whole (cache reads, reasoning), so an untrustworthy value counts 0. */
+  discount?: boolean;
+}
+
+/** Everything a format's usage object can report. */
+export interface UsageSchema {
+  counts: readonly CountField[];
+  /** Counts of fee-bearing server tool calls inside the usage object: dotted path → fee name. */
+  toolCounts?: readonly { path: string; tool: string }[];
+  /** Dotted path of the service tier inside the usage object (Messages). */
+  tierPath?: string;
+}
+
+/**
+ * What could be read of a usage object. `problem` is the first reason it cannot be taken as
+ * complete and unambiguous (a stable marker, stored as the record's `estimateReason`):
+ * `usage_absent`, `usage_malformed`, `usage_field_missing:PATH`, `usage_field_invalid:PATH`
+ * or `usage_inconsistent:PATH`. A side whose total is unknown is estimated; counts already
+ * read stay as a floor.
+ */
+export interface Reading {
+  usage: Usage;
+  known: Record<Side, boolean>;
+  problem: string | null;
+}
+
+/** A count the provider may report: a non-negative safe integer (not a string, fraction, or negative). */
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+/** Paths split once per schema field, not per read (this runs for every answer). */
+const SEGMENTS = new Map<string, readonly string[]>();
+
+function at(obj: Record<string, unknown>, path: string): unknown {
+  let segments = SEGMENTS.get(path);
+  if (segments === undefined) SEGMENTS.set(path, (segments = path.split('.')));
+  let v: unknown = obj[segments[0]!];
+  for (let i = 1; i < segments.length; i++) {
+    if (typeof v !== 'object' || v === null) return undefined;
+    v = (v as Record<string, unknown>)[segments[i]!];
+  }
+  return v;
+}
+
+/**
+ * Reads a usage object against a format's schema. `u` is what the answer carried where its usage
+ * belongs: undefined or null when there was none.
+ */
+export function readUsage(u: unknown, schema: UsageSchema): Reading {
+  const usage = emptyUsage();
+  if (u === undefined || u === null) return { usage, known: { input: false, output: false }, problem: 'usage_absent' };
+  if (!isObject(u) || Array.isArray(u)) return { usage, known: { input: false, output: false }, problem: 'usage_malformed' };
+  const known = { input: true, output: true };
+  let problem: string | null = null;
+  const note = (p: string): void => {
+    problem ??= p;
+  };
+  const untrusted: CountField[] = [];
+  for (const field of schema.counts) {
+    const v = at(u, field.path);
+    const side = SIDE[field.adds[0]!];
+    if (v === undefined || v === null) {
+      if (field.role === 'total') {
+        known[side] = false;
+        note(`usage_field_missing:${field.path}`);
+      }
+      continue;
+    }
+    if (!isCount(v)) {
+      note(`usage_field_invalid:${field.path}`);
+      if (field.role === 'part') untrusted.push(field);
+      else known[side] = false;
+      continue;
+    }
+    for (const kind of field.adds) usage[kind] += v;
+  }
+  // Parts are checked against their wholes once every total and addend is in.
+  for (const field of schema.counts) {
+    if (field.role !== 'part' || untrusted.includes(field)) continue;
+    const kind = field.adds[0]!;
+    if (usage[kind] > usage[field.of!]) {
+      note(`usage_inconsistent:${field.path}`);
+      untrusted.push(field);
+    }
+  }
+  for (const field of untrusted) {
+    const kind = field.adds[0]!;
+    usage[kind] = field.discount === true ? 0 : usage[field.of!];
+  }
+  for (const { path, tool } of schema.toolCounts ?? []) {
+    const v = at(u, path);
+    if (v === undefined || v === null) continue;
+    if (isCount(v)) usage.toolCalls[tool] = (usage.toolCalls[tool] ?? 0) + v;
+    else note(`usage_field_invalid:${path}`);
+  }
+  if (schema.tierPath !== undefined) {
+    const tier = at(u, schema.tierPath);
+    if (typeof tier === 'string') usage.serviceTier = tier;
+  }
+  return { usage, known, problem };
+}
+
+/**
+ * Merges what a later event restates into an earlier usage object: fields the later one sends
+ * as numbers (or objects of them) replace the earlier ones; absent and null fields are "not
+ * restated" (Anthropic's message_delta sends null for counts it does not repeat, and the SDK's
+ * own MessageStream skips those too).
+ */
+export function mergeRestated(base: Record<string, unknown>, later: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [name, v] of Object.entries(later)) {
+    if (v === null || v === undefined) continue;
+    const prev = out[name];
+    out[name] = isObject(v) && !Array.isArray(v) && isObject(prev) && !Array.isArray(prev) ? mergeRestated(prev, v) : v;
+  }
+  return out;
+}

@@ -1,0 +1,145 @@
+import t from 'tap';
+import { post, startGateway, usageOf } from './helpers/harness.js';
+
+// A 2xx answer whose usage cannot be read completely and unambiguously is never served free:
+// it is billed from an estimate, marked `estimated: true`, with the reason in the record. What
+// could be read is kept (an answer reporting its input but not its output keeps that input).
+// Each shape, in each format, plain and streamed, against the mock provider.
+
+interface Format {
+  name: string;
+  path: string;
+  body: Record<string, unknown>;
+  /** The names of the input and output totals in this format's usage. */
+  IN: string;
+  OUT: string;
+}
+
+const FORMATS: Format[] = [
+  { name: 'chat', path: '/v1/chat/completions', body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi there' }] }, IN: 'prompt_tokens', OUT: 'completion_tokens' },
+  { name: 'responses', path: '/v1/responses', body: { model: 'gpt-4o-mini', input: 'hi there' }, IN: 'input_tokens', OUT: 'output_tokens' },
+  { name: 'messages', path: '/v1/messages', body: { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi there' }] }, IN: 'input_tokens', OUT: 'output_tokens' },
+];
+
+interface Shape {
+  name: string;
+  /** Mock switches producing the shape (the usage JSON text may name the totals with {IN} / {OUT}). */
+  mock: (f: Format, stream: boolean) => Record<string, unknown> | undefined;
+  /** The reason the record must give, or undefined when this shape does not apply. */
+  reason: (f: Format, stream: boolean) => string | undefined;
+  /** Counts that were read and must be kept as they are. */
+  kept?: (f: Format, stream: boolean) => { inputTokens?: number; outputTokens?: number };
+}
+
+/** In a Messages stream the shapes go into message_delta; message_start still reports input 11. */
+const delta = (f: Format, stream: boolean): boolean => f.name === 'messages' && stream;
+
+const SHAPES: Shape[] = [
+  {
+    name: '"usage": {}',
+    mock: () => ({ usageJson: '{}' }),
+    reason: (f, s) => `usage_field_missing:${delta(f, s) ? f.OUT : f.IN}`,
+    kept: (f, s) => (delta(f, s) ? { inputTokens: 11 } : {}),
+  },
+  {
+    name: 'only total_tokens',
+    mock: () => ({ usageJson: '{"total_tokens":18}' }),
+    reason: (f, s) => `usage_field_missing:${delta(f, s) ? f.OUT : f.IN}`,
+  },
+  {
+    name: 'counts as strings',
+    mock: (f) => ({ usageJson: `{"${f.IN}":"11","${f.OUT}":"7"}` }),
+    reason: (f) => `usage_field_invalid:${f.IN}`,
+  },
+  {
+    name: 'a negative count',
+    mock: (f) => ({ usageJson: `{"${f.IN}":11,"${f.OUT}":-7}` }),
+    reason: (f) => `usage_field_invalid:${f.OUT}`,
+    kept: () => ({ inputTokens: 11 }),
+  },
+  {
+    name: 'a fractional count',
+    mock: (f) => ({ usageJson: `{"${f.IN}":11.5,"${f.OUT}":7}` }),
+    reason: (f) => `usage_field_invalid:${f.IN}`,
+    kept: () => ({ outputTokens: 7 }),
+  },
+  {
+    name: 'output missing (partial usage)',
+    mock: (f) => ({ usageJson: `{"${f.IN}":11}` }),
+    reason: (f) => `usage_field_missing:${f.OUT}`,
+    kept: () => ({ inputTokens: 11 }),
+  },
+  {
+    name: 'input missing (partial usage)',
+    mock: (f) => ({ usageJson: `{"${f.OUT}":7}` }),
+    // A Messages stream reported its input in message_start: nothing is missing there.
+    reason: (f, s) => (delta(f, s) ? undefined : `usage_field_missing:${f.IN}`),
+    kept: () => ({ outputTokens: 7 }),
+  },
+  {
+    name: 'usage that is not an object',
+    mock: () => ({ usageJson: '"7"' }),
+    reason: () => 'usage_malformed',
+  },
+  {
+    name: 'a cached count larger than the input',
+    mock: (f) => (f.name === 'messages' ? undefined : { usageJson: `{"${f.IN}":11,"${f.OUT}":7,"${f.IN}_details":{"cached_tokens":50}}` }),
+    reason: (f) => (f.name === 'messages' ? undefined : `usage_inconsistent:${f.IN}_details.cached_tokens`),
+    kept: () => ({ inputTokens: 11, outputTokens: 7 }),
+  },
+  {
+    name: 'a malformed usage event',
+    mock: (_f, s) => (s ? { malformedUsageEvent: true } : undefined),
+    reason: (_f, s) => (s ? 'usage_malformed' : undefined),
+  },
+  {
+    name: 'no usage at all',
+    mock: (f, s) => (!s ? { omitUsage: true } : f.name === 'chat' ? { noUsage: true } : f.name === 'responses' ? { usageJson: 'null' } : { startUsageJson: 'null', usageJson: 'null' }),
+    reason: () => 'usage_absent',
+  },
+];
+
+t.test('every unreadable usage shape is estimated, marked, billed, with its reason', async (t) => {
+  const gw = await startGateway(t);
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '10']);
+  let balance = 10_000_000_000;
+  let checked = 0;
+  for (const f of FORMATS) {
+    for (const stream of [false, true]) {
+      for (const shape of SHAPES) {
+        const switches = shape.mock(f, stream);
+        const reason = shape.reason(f, stream);
+        if (switches === undefined || reason === undefined) continue;
+        const label = `${f.name} ${stream ? 'streamed' : 'plain'}, ${shape.name}`;
+        const body = { ...f.body, ...(stream ? { stream: true } : {}), ...(f.name === 'chat' && stream ? { stream_options: { include_usage: true } } : {}), mock: { inputTokens: 11, outputTokens: 7, ...switches } };
+        const res = await post(gw.base + f.path, key, body);
+        t.equal(res.status, 200, `${label}: the client gets the provider's 200`);
+        const u = await usageOf(gw.base, key);
+        const r = u.requests[0];
+        t.match(r, { status: 200, error: null, estimated: true, estimateReason: reason }, `${label}: estimated, reason ${reason}`);
+        t.ok(r.inputTokens > 0 && r.outputTokens > 0, `${label}: input and output counted (${r.inputTokens}/${r.outputTokens})`);
+        t.ok(r.costNanoUsd > 0, `${label}: billed (${r.costNanoUsd} nUSD)`);
+        t.equal(u.key.balanceNanoUsd, balance - r.costNanoUsd, `${label}: the balance paid exactly the record`);
+        const kept = shape.kept?.(f, stream) ?? {};
+        if (kept.inputTokens !== undefined) t.equal(r.inputTokens, kept.inputTokens, `${label}: the input read is kept`);
+        if (kept.outputTokens !== undefined) t.equal(r.outputTokens, kept.outputTokens, `${label}: the output read is kept`);
+        balance = u.key.balanceNanoUsd;
+        checked++;
+      }
+    }
+  }
+  t.equal(checked, 60, 'every applicable format, mode and shape was tried');
+});
+
+t.test('readable usage is not estimated (the same calls without a broken shape)', async (t) => {
+  const gw = await startGateway(t);
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  for (const f of FORMATS) {
+    for (const stream of [false, true]) {
+      const body = { ...f.body, ...(stream ? { stream: true } : {}), mock: { inputTokens: 11, outputTokens: 7 } };
+      await post(gw.base + f.path, key, body);
+      const r = (await usageOf(gw.base, key)).requests[0];
+      t.match(r, { estimated: false, estimateReason: null, inputTokens: 11, outputTokens: 7 }, `${f.name} ${stream ? 'streamed' : 'plain'}`);
+    }
+  }
+});
