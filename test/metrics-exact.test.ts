@@ -68,7 +68,8 @@ t.test('N calls of each outcome, then a scrape: every counter exact', async (t) 
 
 t.test('with --workers 2 the admin listener sums every worker\'s metrics', async (t) => {
   const gw = await startGateway(t, { admin: true, workers: 2 });
-  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  // $10 covers all 40 calls in flight at once at their caps (no max_tokens: each holds ≈ $0.077).
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '10']);
   const calls = 40;
   await Promise.all(Array.from({ length: calls }, () => fetch(`${gw.base}/v1/chat/completions`, {
     method: 'POST',
