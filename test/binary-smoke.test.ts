@@ -51,6 +51,30 @@ t.test('--version: tollgate and the embedded Node.js, from an empty environment'
   t.ok(Number(m?.[2]) >= 24, `an LTS Node.js of line 24 or newer (${m?.[2]}), not the machine's ${process.version}`);
 });
 
+t.test('keys and models commands from an empty environment, with the built-in defaults', async (t) => {
+  const launch: Binary = { executable: BINARY, cwd: emptyDir(t) };
+  const run = async (...args: string[]): Promise<string> => {
+    const r = await runCli(args, {}, 30_000, launch);
+    t.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const created = JSON.parse(await run('keys', 'create', '--mode', 'token', '--budget', '1000', '--name', 'alice', '--json'));
+  t.match(created.key, /^gw_live_[0-9a-f]{32}$/);
+  await run('keys', 'topup', created.prefix, '--tokens', '500');
+  await run('keys', 'suspend', created.id);
+  const shown = JSON.parse(await run('keys', 'show', created.id, '--json'));
+  t.same([shown.name, shown.status, shown.budgetTokens], ['alice', 'suspended', 1500], 'keys show reads back what the commands wrote');
+  const rotated = JSON.parse(await run('keys', 'rotate', created.id, '--json'));
+  t.not(rotated.key, created.key);
+  const models = JSON.parse(await run('models', 'list', '--json')) as { id: string; enabled: boolean }[];
+  t.ok(models.length > 0, 'the built-in catalogue');
+  const first = models[0]!.id;
+  await run('models', 'disable', first);
+  const after = JSON.parse(await run('models', 'list', '--json')) as { id: string; enabled: boolean }[];
+  t.equal(after.find((m) => m.id === first)?.enabled, false, `${first} switched off`);
+  t.ok(existsSync(join(launch.cwd, 'data')), 'the store is ./data');
+});
+
 t.test('keys and serve from an empty environment: both SDKs on both surfaces, billed exactly', async (t) => {
   const gw = await startGateway(t, { executable: BINARY });
   const credit = await gw.createKey(['--mode', 'credit', '--balance', '5']);
