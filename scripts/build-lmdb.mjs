@@ -99,8 +99,8 @@ delete env.npm_config_nodedir; // --nodedir below says which headers, for this N
 if (!inPlace) {
   // binding.gyp asks `node -p "require('node-addon-api').include_dir"` from the build directory.
   env.NODE_PATH = dirname(dirname(createRequire(join(lmdbDir, 'package.json')).resolve('node-addon-api/package.json')));
-  rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
+  for (const input of [...BUILD_INPUTS, 'build']) rmSync(join(outDir, input), { recursive: true, force: true });
   for (const input of BUILD_INPUTS) cpSync(join(lmdbDir, input), join(outDir, input), { recursive: true });
 }
 
