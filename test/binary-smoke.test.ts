@@ -4,9 +4,10 @@
  * provider secrets where a gateway needs them). It prints its version and the embedded
  * Node.js's; issues keys; serves the official SDKs on both surfaces, plain and streamed, and
  * bills them exactly (values written by the server read back by the CLI, through msgpackr's
- * JavaScript decoder, since the binary carries no msgpackr-extract); runs two cluster workers
- * that are the binary too; drains on SIGTERM; runs the demo; and writes its LMDB binding once
- * to the cache directory, under its SHA-256.
+ * JavaScript decoder, since the binary carries no msgpackr-extract); runs the keys, models and
+ * audit commands; runs two cluster workers that are the binary too, with the admin listener
+ * summing their metrics; drains on SIGTERM; runs the demo; and writes its LMDB binding once to
+ * the cache directory, under its SHA-256.
  *
  * CI builds the binary before `npm test` (.ci/run); there a missing binary fails this file.
  * Elsewhere it is built here when missing or older than the sources.
@@ -21,6 +22,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t from 'tap';
 import { post, runCli, startGateway, usageOf, type Binary } from './helpers/harness.js';
+import { parseMetrics, seriesOf } from './helpers/prometheus.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BINARY = join(ROOT, 'dist', 'tollgate');
@@ -72,6 +74,8 @@ t.test('keys and models commands from an empty environment, with the built-in de
   await run('models', 'disable', first);
   const after = JSON.parse(await run('models', 'list', '--json')) as { id: string; enabled: boolean }[];
   t.equal(after.find((m) => m.id === first)?.enabled, false, `${first} switched off`);
+  const audit = JSON.parse(await run('audit', '--json')) as unknown[];
+  t.ok(audit.length >= 5, `audit lists the issuer changes (${audit.length})`);
   t.ok(existsSync(join(launch.cwd, 'data')), 'the store is ./data');
 });
 
@@ -144,8 +148,8 @@ t.test('keys and serve from an empty environment: both SDKs on both surfaces, bi
   t.equal(await gw.stop(), 0, 'exit 0 on SIGTERM');
 });
 
-t.test('serve --workers 2: the workers are the binary, and billing stays exact across them', async (t) => {
-  const gw = await startGateway(t, { executable: BINARY, workers: 2 });
+t.test('serve --workers 2: the workers are the binary, and billing and metrics stay exact across them', async (t) => {
+  const gw = await startGateway(t, { executable: BINARY, workers: 2, admin: true });
   const workers = readFileSync(`/proc/${gw.proc.pid}/task/${gw.proc.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
   t.equal(workers.length, 2, 'two workers');
   for (const pid of workers) t.equal(readlinkSync(`/proc/${pid}/exe`), realpathSync(BINARY), `worker ${pid} runs the binary`);
@@ -156,6 +160,11 @@ t.test('serve --workers 2: the workers are the binary, and billing stays exact a
   const usage = await usageOf(gw.base, key, '?limit=100');
   t.equal(usage.requests.length, 40, 'every call recorded');
   t.equal(usage.key.balanceNanoUsd, 100_000_000_000 - 40 * (10 * 150 + 5 * 600), 'balance exact');
+  // The admin listener (prom-client, summed across the workers over cluster IPC).
+  t.equal((await fetch(`${gw.admin}/healthz`)).status, 200, 'admin /healthz');
+  const metrics = parseMetrics(await (await fetch(`${gw.admin}/metrics`)).text());
+  const served = seriesOf(metrics, 'tollgate_requests_total').filter((s) => s.labels.endpoint === 'chat' && s.labels.status === '200');
+  t.equal(served.reduce((sum, s) => sum + s.value, 0), 40, 'tollgate_requests_total counts the 40 calls');
   t.equal(await gw.stop(), 0, 'exit 0 on SIGTERM');
 });
 
