@@ -6,7 +6,7 @@
  * bills them exactly (values written by the server read back by the CLI, through msgpackr's
  * JavaScript decoder, since the binary carries no msgpackr-extract); runs the keys, models and
  * audit commands; runs two cluster workers that are the binary too, with the admin listener
- * summing their metrics; drains on SIGTERM; runs the demo; and writes its LMDB binding once to
+ * summing their metrics and serving the command line's --admin-url; drains on SIGTERM; runs the demo; and writes its LMDB binding once to
  * the cache directory, under its SHA-256.
  *
  * CI builds the binary before `npm test` (.ci/run); there a missing binary fails this file.
@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t from 'tap';
-import { post, runCli, startGateway, usageOf, type Binary } from './helpers/harness.js';
+import { ADMIN_TOKEN, post, runCli, startGateway, usageOf, type Binary } from './helpers/harness.js';
 import { parseMetrics, seriesOf } from './helpers/prometheus.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -165,6 +165,10 @@ t.test('serve --workers 2: the workers are the binary, and billing and metrics s
   const metrics = parseMetrics(await (await fetch(`${gw.admin}/metrics`)).text());
   const served = seriesOf(metrics, 'tollgate_requests_total').filter((s) => s.labels.endpoint === 'chat' && s.labels.status === '200');
   t.equal(served.reduce((sum, s) => sum + s.value, 0), 40, 'tollgate_requests_total counts the 40 calls');
+  // The command line through the admin API (--admin-url), from another empty directory.
+  const remote = await runCli(['keys', 'list', '--json', '--admin-url', gw.admin!], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN }, 30_000, { executable: BINARY, cwd: emptyDir(t) });
+  t.equal(remote.code, 0, remote.stderr);
+  t.equal(JSON.parse(remote.stdout)[0]?.balanceUsd, usage.key.balanceUsd, 'keys list --admin-url: the same balance');
   t.equal(await gw.stop(), 0, 'exit 0 on SIGTERM');
 });
 
