@@ -84,11 +84,12 @@ export interface Server {
 }
 
 /**
- * Spawns `node ARGS` and resolves once its stdout shows `listening on http://…`. The child is
- * registered for `stopAll()` (and a SIGKILL on exit of the harness, whatever the reason).
+ * Spawns `node ARGS` (or `EXECUTABLE ARGS`) and resolves once its stdout shows `listening on
+ * http://…`. The child is registered for `stopAll()` (and a SIGKILL on exit of the harness,
+ * whatever the reason).
  */
-export function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<Server> {
-  const proc = spawn(process.execPath, args, {
+export function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000, executable = process.execPath): Promise<Server> {
+  const proc = spawn(executable, args, {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -129,10 +130,10 @@ export function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv
   });
 }
 
-/** Runs `node ARGS` to completion; resolves to its stdout, rejects on a non-zero exit. */
-export function runNode(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+/** Runs `node ARGS` (or `EXECUTABLE ARGS`) to completion; resolves to its stdout, rejects on a non-zero exit. */
+export function runNode(args: string[], env: NodeJS.ProcessEnv = {}, executable = process.execPath): Promise<string> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(executable, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     children.add(proc);
     let out = '';
     let err = '';
@@ -142,7 +143,7 @@ export function runNode(args: string[], env: NodeJS.ProcessEnv = {}): Promise<st
     proc.once('exit', (code) => {
       children.delete(proc);
       if (code === 0) resolve(out);
-      else reject(new Error(`node ${args.join(' ')} exited ${code}: ${err}`));
+      else reject(new Error(`${executable} ${args.join(' ')} exited ${code}: ${err}`));
     });
   });
 }
@@ -328,6 +329,8 @@ export interface TollgateOptions {
   nodeFlags?: string[];
   /** The config's `limits` section (for example a larger `upstreamConnections`). */
   limits?: Record<string, number>;
+  /** Run this executable (the single binary, dist/tollgate) instead of `node dist/cli/main.js`. */
+  executable?: string;
 }
 
 /**
@@ -335,7 +338,9 @@ export interface TollgateOptions {
  * with the real CLI ($1,000,000 balance, no rpm limit), and `tollgate serve` on port 0.
  */
 export async function startTollgate(name: string, mockUrl: string, workers: number, options: TollgateOptions = {}): Promise<Tollgate> {
-  const { nodeFlags = [], limits } = options;
+  const { nodeFlags = [], limits, executable } = options;
+  // The binary is its own Node.js: no node flags, no script.
+  const cli = executable ? [] : [CLI];
   const dir = tempDir('tollgate-bench-');
   const configFile = join(dir, 'tollgate.config.json');
   const dataDir = join(dir, 'data');
@@ -355,11 +360,11 @@ export async function startTollgate(name: string, mockUrl: string, workers: numb
     ...(process.env.BENCH_ACCESS_LOG === 'off' ? { log: { access: false } } : {}),
   }, null, 2));
   const common = ['--config', configFile, '--data', dataDir];
-  const created = JSON.parse(await runNode([CLI, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common])) as { key: string };
-  const args = [...nodeFlags, CLI, 'serve', ...common, '--host', HOST, '--port', '0'];
+  const created = JSON.parse(await runNode([...cli, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common], {}, executable)) as { key: string };
+  const args = [...(executable ? [] : nodeFlags), ...cli, 'serve', ...common, '--host', HOST, '--port', '0'];
   if (workers > 1) args.push('--workers', String(workers));
   const env = { OPENAI_API_KEY: 'sk-bench-openai', ANTHROPIC_API_KEY: 'sk-bench-anthropic', TOLLGATE_QUIET: '1' };
-  const server = await spawnServer(name, args, env);
+  const server = await spawnServer(name, args, env, undefined, executable);
   let workerPids = [server.pid];
   if (workers > 1) {
     workerPids = childPids(server.pid);

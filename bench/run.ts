@@ -5,20 +5,26 @@
  *
  *   npm run bench                 full run (defaults below)
  *   npm run bench -- --quick      smoke run, about 20 s
+ *   npm run bench -- --binary     also the single binary (dist/tollgate, `npm run build:binary`),
+ *                                 one process, as a fifth target
  *
  * Environment: BENCH_DURATION (s per autocannon run), BENCH_ROUNDS, BENCH_CONNECTIONS (comma
  * list), BENCH_STREAM_SAMPLES (streamed requests per target per round), BENCH_WARMUP (s),
- * BENCH_WORKERS (the second tollgate's --workers), BENCH_QUICK=1 (same as --quick).
+ * BENCH_WORKERS (the second tollgate's --workers), BENCH_QUICK=1 (same as --quick),
+ * BENCH_BINARY=1 (same as --binary).
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  CHAT_PATH, cpuMs, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, startBareProxy,
-  runMain, startMock, startTollgate, STREAM_BODY, StreamClient, type LoadResult,
+  CHAT_PATH, cpuMs, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, ROOT, startBareProxy,
+  runMain, runNode, startMock, startTollgate, STREAM_BODY, StreamClient, type LoadResult,
 } from './lib.js';
 
 // ── settings ────────────────────────────────────────────────────────────────
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
+const BINARY = process.argv.includes('--binary') || process.env.BENCH_BINARY === '1' ? join(ROOT, 'dist', 'tollgate') : null;
 
 function envNumber(name: string, fallback: number, min: number): number {
   const text = process.env[name];
@@ -44,7 +50,7 @@ const settings = {
 // ── targets ─────────────────────────────────────────────────────────────────
 
 interface Target {
-  id: 'direct' | 'bare' | 'tollgate' | 'workers';
+  id: 'direct' | 'bare' | 'tollgate' | 'workers' | 'binary';
   label: string;
   url: string;
   key: string | null;
@@ -64,16 +70,20 @@ function progress(text: string): void {
 }
 
 async function main(): Promise<void> {
+  if (BINARY !== null && !existsSync(BINARY)) throw new Error(`${BINARY} is missing: build it with \`npm run build:binary\``);
+  const n = BINARY === null ? 4 : 5;
   const perRun = settings.duration + 0.3;
-  const expectedSec = 4 * (settings.warmup + 1) + settings.rounds * (4 * settings.connections.length * perRun + settings.streamSamples * 4 * 0.004) + 30;
+  const expectedSec = n * (settings.warmup + 1) + settings.rounds * (n * settings.connections.length * perRun + settings.streamSamples * n * 0.004) + 30;
   guardChildren(Math.max(120, expectedSec * 3) * 1000);
 
   progress(`bench: ${machine()}`);
-  progress('bench: starting the mock provider, the bare proxy and tollgate …');
+  if (BINARY !== null) progress(`bench: binary ${(await runNode(['--version'], {}, BINARY)).trim()}`);
+  progress(`bench: starting the mock provider, the bare proxy and tollgate${BINARY === null ? '' : ' (and the binary)'} …`);
   const mock = await startMock();
   const bare = await startBareProxy(mock.url);
   const one = await startTollgate('tollgate', mock.url, 1);
   const many = await startTollgate(`tollgate --workers ${settings.workers}`, mock.url, settings.workers);
+  const bin = BINARY === null ? null : await startTollgate('tollgate binary', mock.url, 1, { executable: BINARY });
 
   const target = (id: Target['id'], label: string, url: string, key: string | null, pids: number[], servingPids: number[]): Target =>
     ({ id, label, url, key, pids, servingPids, rounds: [], ttfb: [], ttlb: [], warnings: [] });
@@ -83,6 +93,7 @@ async function main(): Promise<void> {
     target('tollgate', 'tollgate', one.url, one.key, [one.pid], [one.pid]),
     target('workers', `tollgate ×${settings.workers}`, many.url, many.key, [many.pid, ...many.workerPids], many.workerPids),
   ];
+  if (bin !== null) targets.push(target('binary', 'tollgate binary', bin.url, bin.key, [bin.pid], [bin.pid]));
 
   for (const t of targets) await check(t);
   progress('bench: every target answers correctly (plain and streamed; tollgate bills the call)');
@@ -129,8 +140,8 @@ async function main(): Promise<void> {
     totalPeak: t.pids.reduce((s, pid) => s + (procStatus(pid).VmHWM ?? 0), 0),
     anonNow: Math.max(...t.servingPids.map((pid) => procStatus(pid).RssAnon ?? 0)),
   }));
-  for (const [i, s] of [one, many].entries()) {
-    const text = s.log().trim();
+  for (const [i, s] of [one, many, bin].entries()) {
+    const text = s?.log().trim();
     if (text) targets[i + 2]!.warnings.push(`wrote to stderr: ${text.split('\n').slice(0, 3).join(' | ')}`);
   }
 
@@ -218,30 +229,32 @@ function render(rows: Row[]): string {
 }
 
 function report(targets: Target[], memory: { servingPeak: number; totalPeak: number; anonNow: number }[]): void {
-  const [, bare, tg, w2] = targets as [Target, Target, Target, Target];
+  const [, bare, tg, w2, bin] = targets as [Target, Target, Target, Target, Target | undefined];
   const ratioCol = (metric: string) => fmt(median(perRound(tg, bare, metric, (x, y) => x / y)), 2);
   const workersCol = (metric: string) => fmt(median(perRound(w2, tg, metric, (x, y) => x / y)), 2);
+  // With --binary, one more column: the binary against the bare proxy, like tollgate's.
+  const binaryCol = (metric: string) => (bin ? [fmt(median(perRound(bin, bare, metric, (x, y) => x / y)), 2)] : []);
   const rows: Row[] = [];
-  rows.push(['', ...targets.map((t) => t.label), 'tollgate/bare', `×${settings.workers}/×1`]);
+  rows.push(['', ...targets.map((t) => t.label), 'tollgate/bare', `×${settings.workers}/×1`, ...(bin ? ['binary/bare'] : [])]);
   rows.push({ section: 'non-streamed chat (POST /v1/chat/completions), autocannon' });
   for (const c of settings.connections) {
-    rows.push([`c=${c}   req/s`, ...targets.map((t) => fmtInt(med(t, `rps@${c}`))), ratioCol(`rps@${c}`), workersCol(`rps@${c}`)]);
-    rows.push([`c=${c}   p50 ms`, ...targets.map((t) => fmt(med(t, `p50@${c}`), 3)), ratioCol(`p50@${c}`), workersCol(`p50@${c}`)]);
-    rows.push([`c=${c}   p99 ms`, ...targets.map((t) => fmt(med(t, `p99@${c}`), 3)), ratioCol(`p99@${c}`), workersCol(`p99@${c}`)]);
-    rows.push([`c=${c}   server CPU µs/req`, ...targets.map((t) => fmt(med(t, `cpu@${c}`), 1)), ratioCol(`cpu@${c}`), workersCol(`cpu@${c}`)]);
+    rows.push([`c=${c}   req/s`, ...targets.map((t) => fmtInt(med(t, `rps@${c}`))), ratioCol(`rps@${c}`), workersCol(`rps@${c}`), ...binaryCol(`rps@${c}`)]);
+    rows.push([`c=${c}   p50 ms`, ...targets.map((t) => fmt(med(t, `p50@${c}`), 3)), ratioCol(`p50@${c}`), workersCol(`p50@${c}`), ...binaryCol(`p50@${c}`)]);
+    rows.push([`c=${c}   p99 ms`, ...targets.map((t) => fmt(med(t, `p99@${c}`), 3)), ratioCol(`p99@${c}`), workersCol(`p99@${c}`), ...binaryCol(`p99@${c}`)]);
+    rows.push([`c=${c}   server CPU µs/req`, ...targets.map((t) => fmt(med(t, `cpu@${c}`), 1)), ratioCol(`cpu@${c}`), workersCol(`cpu@${c}`), ...binaryCol(`cpu@${c}`)]);
   }
   const hasC1 = settings.connections.includes(1);
   if (hasC1) {
     const usPer = (t: Target) => median(t.rounds.map((m) => 1e6 / m.get('rps@1')!));
     const delta = (t: Target) => median(perRound(t, bare, 'rps@1', (x, y) => 1e6 / x - 1e6 / y));
-    rows.push(['c=1   µs/request (1e6 / req/s)', ...targets.map((t) => fmt(usPer(t), 1)), signed(delta(tg), 1), signed(median(perRound(w2, tg, 'rps@1', (x, y) => 1e6 / x - 1e6 / y)), 1)]);
+    rows.push(['c=1   µs/request (1e6 / req/s)', ...targets.map((t) => fmt(usPer(t), 1)), signed(delta(tg), 1), signed(median(perRound(w2, tg, 'rps@1', (x, y) => 1e6 / x - 1e6 / y)), 1), ...(bin ? [signed(delta(bin), 1)] : [])]);
     rows.push(['c=1   µs/request over bare', ...targets.map((t) => (t === bare ? '0' : signed(delta(t), 1))), '', '']);
   }
   rows.push({ section: `streamed chat, 20 chunks, sequential, ${settings.streamSamples * settings.rounds} per target` });
   const q = (values: number[], p: number) => quantile(Float64Array.from(values).sort(), p) * 1000;
   const streamRow = (name: string, pick: (t: Target) => number[], p: number): string[] => {
     const v = targets.map((t) => q(pick(t), p));
-    return [name, ...v.map((x) => fmtInt(x)), signed(v[2]! - v[1]!, 0), signed(v[3]! - v[2]!, 0)];
+    return [name, ...v.map((x) => fmtInt(x)), signed(v[2]! - v[1]!, 0), signed(v[3]! - v[2]!, 0), ...(bin ? [signed(v[4]! - v[1]!, 0)] : [])];
   };
   rows.push(streamRow('TTFB p50 µs', (t) => t.ttfb, 0.5));
   rows.push(streamRow('TTFB p99 µs', (t) => t.ttfb, 0.99));
@@ -249,7 +262,7 @@ function report(targets: Target[], memory: { servingPeak: number; totalPeak: num
   rows.push(streamRow('TTLB p99 µs', (t) => t.ttlb, 0.99));
   rows.push({ section: 'memory (/proc/PID/status)' });
   const mb = (kb: number) => fmt(kb / 1024, 1);
-  rows.push(['peak RSS MB, per serving process', ...memory.map((m) => mb(m.servingPeak)), fmt(memory[2]!.servingPeak / memory[1]!.servingPeak, 2), '']);
+  rows.push(['peak RSS MB, per serving process', ...memory.map((m) => mb(m.servingPeak)), fmt(memory[2]!.servingPeak / memory[1]!.servingPeak, 2), '', ...(bin ? [fmt(memory[4]!.servingPeak / memory[1]!.servingPeak, 2)] : [])]);
   rows.push(['peak RSS MB, all its processes', ...memory.map((m) => mb(m.totalPeak)), '', fmt(memory[3]!.totalPeak / memory[2]!.totalPeak, 2)]);
   rows.push(['RSS anon MB at the end', ...memory.map((m) => mb(m.anonNow)), '', '']);
 
@@ -271,12 +284,19 @@ function report(targets: Target[], memory: { servingPeak: number; totalPeak: num
   if (multi.length) {
     rows.push(line(`workers ${settings.workers} vs 1, throughput`, multi.map((c) => `c=${c}: ${fmt(median(perRound(w2, tg, `rps@${c}`, (x, y) => x / y)), 2)}`).join('  '), '', ''));
   }
+  if (bin) {
+    rows.push({ section: 'the single binary (1 process, its own Node.js) against the bare proxy   median (min…max over rounds)' });
+    if (settings.connections.includes(32)) rows.push(line('throughput ratio at c=32', spread(perRound(bin, bare, 'rps@32', (x, y) => x / y), 3), '', ''));
+    if (hasC1) rows.push(line('added µs/request at c=1', spread(perRound(bin, bare, 'rps@1', (x, y) => 1e6 / x - 1e6 / y), 1, '+'), '', ''));
+    rows.push(line('streamed TTFB p50 delta', `${signed(q(bin.ttfb, 0.5) - q(bare.ttfb, 0.5), 0)} µs`, '', ''));
+    if (settings.connections.includes(32)) rows.push(line('binary / tollgate at c=32', spread(perRound(bin, tg, 'rps@32', (x, y) => x / y), 3), '', ''));
+  }
   rows.push({ section: '' });
 
   const out: string[] = [];
   out.push(`machine: ${machine()}`);
-  out.push(`settings: ${settings.rounds} rounds × ${settings.connections.length} concurrencies × 4 targets, ${settings.duration} s per run, warm-up ${settings.warmup} s, ${settings.streamSamples} streams per target per round${quick ? ' (quick)' : ''}`);
-  out.push('processes: load generator (this process), mock provider, bare proxy, tollgate, tollgate cluster: each its own; all share the cores');
+  out.push(`settings: ${settings.rounds} rounds × ${settings.connections.length} concurrencies × ${targets.length} targets, ${settings.duration} s per run, warm-up ${settings.warmup} s, ${settings.streamSamples} streams per target per round${quick ? ' (quick)' : ''}`);
+  out.push(`processes: load generator (this process), mock provider, bare proxy, tollgate, tollgate cluster${bin ? ', tollgate binary' : ''}: each its own; all share the cores`);
   out.push('');
   out.push(render(rows));
   const warnings = targets.flatMap((t) => t.warnings.map((w) => `${t.label}: ${w}`));

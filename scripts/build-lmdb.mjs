@@ -16,31 +16,50 @@
  * this fix they could lose each other's changes (bench/lmdb-multiprocess.ts shows it).
  *
  * The result is node_modules/lmdb/build/Release/lmdb.node, which lmdb-js loads in preference to
- * its prebuilt binaries, and a stamp beside it that the store checks before it opens anything
- * (src/store/binding.ts). Needs what node-gyp needs: python3, make, a C++ compiler and Node's
- * headers (the local ones when `npm_config_nodedir` is unset and they are installed).
+ * its prebuilt binaries, and a stamp beside it (with the binding's SHA-256) that the store checks
+ * before it opens anything (src/store/binding.ts). Needs what node-gyp needs: python3, make, a
+ * C++ compiler and Node's headers (the local ones when `npm_config_nodedir` is unset and they are
+ * installed).
+ *
+ * For another Node.js (the LTS one of scripts/lts-node.mjs, whose ABI differs):
+ *   node scripts/build-lmdb.mjs --node PATH --nodedir DIR --out OUT
+ * builds from a copy of the fixed source into OUT/build/Release/lmdb.node, leaving the machine's
+ * binding alone. That Node.js loads it with LMDB_PREBUILD=OUT (node-gyp-build's own switch,
+ * which the store accepts only for a directory whose stamp matches its binding); the single
+ * binary embeds it (scripts/build-binary.mjs). A build whose stamp still matches the source,
+ * the Node.js and the binding is kept, not redone.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 const LMDB_VERSION = '3.5.6';
 const SOURCE = 'dependencies/lmdb/libraries/liblmdb/mdb.c';
 // The end of mdb_env_open2(), before and after the fix.
 const UNFIXED = '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n';
 const FIXED = '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (prev && env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n';
+const BINDING = 'build/Release/lmdb.node';
 const STAMP = 'build/Release/tollgate-lmdb-fix.json';
+// What node-gyp needs from lmdb's package to build the binding.
+const BUILD_INPUTS = ['binding.gyp', 'src', 'dependencies'];
 
+const { values: options } = parseArgs({ options: { node: { type: 'string' }, nodedir: { type: 'string' }, out: { type: 'string' } } });
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const lmdbDir = lmdbPackageDir();
+const targetNode = options.node ? resolve(options.node) : process.execPath;
+const outDir = options.out ? resolve(options.out) : lmdbDir;
+const inPlace = outDir === lmdbDir;
 
 function fail(message) {
   console.error(`build-lmdb: ${message}`);
   process.exit(1);
 }
+
+const sha256 = (path) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 const pkg = JSON.parse(readFileSync(join(lmdbDir, 'package.json'), 'utf8'));
 if (pkg.version !== LMDB_VERSION) {
@@ -57,36 +76,74 @@ if (occurrences(FIXED) === 1 && occurrences(UNFIXED) === 0) {
 } else {
   fail(`${SOURCE} does not contain the expected end of mdb_env_open2(); not building.`);
 }
-const sourceHash = createHash('sha256').update(readFileSync(sourcePath)).digest('hex');
+const sourceHash = sha256(sourcePath);
+const target = spawnSync(targetNode, ['-p', 'JSON.stringify({ node: process.version, modules: process.versions.modules })'], { encoding: 'utf8' });
+if (target.status !== 0) fail(`cannot run ${targetNode}`);
+const { node: targetVersion, modules: targetModules } = JSON.parse(target.stdout);
+
+if (!inPlace && upToDate()) {
+  console.log(`build-lmdb: ${join(outDir, BINDING)} is up to date (lmdb ${LMDB_VERSION} with the ITS#9496 fix, Node.js ${targetVersion})`);
+  process.exit(0);
+}
+
+// Headers: --nodedir, else npm's (for the Node.js running npm), else the ones installed beside
+// the target Node.js. Offline machines have no header download.
+let nodedir = options.nodedir ? resolve(options.nodedir) : targetNode === process.execPath ? process.env.npm_config_nodedir : undefined;
+if (!nodedir) {
+  const prefix = dirname(dirname(targetNode));
+  if (existsSync(join(prefix, 'include', 'node', 'common.gypi'))) nodedir = prefix;
+  else if (targetNode !== process.execPath) fail(`no headers beside ${targetNode}; give --nodedir`);
+}
+const env = { ...process.env };
+delete env.npm_config_nodedir; // --nodedir below says which headers, for this Node.js
+if (!inPlace) {
+  // binding.gyp asks `node -p "require('node-addon-api').include_dir"` from the build directory.
+  env.NODE_PATH = dirname(dirname(createRequire(join(lmdbDir, 'package.json')).resolve('node-addon-api/package.json')));
+  mkdirSync(outDir, { recursive: true });
+  for (const input of [...BUILD_INPUTS, 'build']) rmSync(join(outDir, input), { recursive: true, force: true });
+  for (const input of BUILD_INPUTS) cpSync(join(lmdbDir, input), join(outDir, input), { recursive: true });
+}
 
 const nodeGyp = process.env.npm_config_node_gyp || resolveNodeGyp();
 const args = [nodeGyp, 'rebuild', '--jobs', 'max'];
-if (!process.env.npm_config_nodedir) {
-  // Offline machines have no header download; use the headers installed beside this node.
-  const prefix = dirname(dirname(process.execPath));
-  if (existsSync(join(prefix, 'include', 'node', 'common.gypi'))) args.push(`--nodedir=${prefix}`);
-}
+if (nodedir) args.push(`--nodedir=${nodedir}`);
 const started = Date.now();
-rmSync(join(lmdbDir, STAMP), { force: true });
-const build = spawnSync(process.execPath, args, { cwd: lmdbDir, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+rmSync(join(outDir, STAMP), { force: true });
+const build = spawnSync(targetNode, args, { cwd: outDir, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 if (build.status !== 0) {
   const output = `${build.stdout ?? ''}${build.stderr ?? ''}`.trim().split('\n');
   console.error(output.slice(-40).join('\n'));
-  fail(`node-gyp rebuild failed in ${lmdbDir} (exit ${build.status ?? build.signal}); it needs python3, make, g++ and Node's headers.`);
+  fail(`node-gyp rebuild failed in ${outDir} (exit ${build.status ?? build.signal}); it needs python3, make, g++ and Node's headers.`);
 }
 
-// The binding lmdb-js actually loads must be the one just built, not a prebuilt one.
-const check = spawnSync(process.execPath, ['--input-type=module', '-e', `
+// The binding lmdb-js actually loads (for the target Node.js, with LMDB_PREBUILD for a build
+// elsewhere) must be the one just built, not a prebuilt one.
+const checkEnv = { ...process.env };
+delete checkEnv.PREBUILDS_ONLY;
+if (inPlace) delete checkEnv.LMDB_PREBUILD;
+else checkEnv.LMDB_PREBUILD = outDir;
+const check = spawnSync(targetNode, ['--input-type=module', '-e', `
   await import('lmdb');
   const maps = (await import('node:fs')).readFileSync('/proc/self/maps', 'utf8');
-  process.stdout.write(maps.includes(${JSON.stringify(join(realpathSync(lmdbDir), 'build', 'Release', 'lmdb.node'))}) ? 'built' : 'other');
-`], { cwd: root, encoding: 'utf8' });
+  process.stdout.write(maps.includes(${JSON.stringify(join(realpathSync(outDir), BINDING))}) ? 'built' : 'other');
+`], { cwd: root, env: checkEnv, encoding: 'utf8' });
 if (process.platform === 'linux' && check.stdout !== 'built') {
   fail(`lmdb-js did not load the binding just built (${check.stdout || check.stderr.trim()})`);
 }
 
-writeFileSync(join(lmdbDir, STAMP), `${JSON.stringify({ lmdb: LMDB_VERSION, fix: 'ITS#9496', sourceSha256: sourceHash, nodeModules: process.versions.modules }, null, 2)}\n`);
-console.log(`build-lmdb: built lmdb ${LMDB_VERSION}'s binding with the ITS#9496 fix in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+const stamp = { lmdb: LMDB_VERSION, fix: 'ITS#9496', sourceSha256: sourceHash, node: targetVersion, nodeModules: targetModules, bindingSha256: sha256(join(outDir, BINDING)) };
+writeFileSync(join(outDir, STAMP), `${JSON.stringify(stamp, null, 2)}\n`);
+console.log(`build-lmdb: built lmdb ${LMDB_VERSION}'s binding with the ITS#9496 fix for Node.js ${targetVersion} in ${((Date.now() - started) / 1000).toFixed(1)} s${inPlace ? '' : ` (${join(outDir, BINDING)})`}`);
+
+/** The build in outDir is of this source, for this Node.js, and its binding is the one stamped. */
+function upToDate() {
+  try {
+    const stamp = JSON.parse(readFileSync(join(outDir, STAMP), 'utf8'));
+    return stamp.sourceSha256 === sourceHash && stamp.node === targetVersion && stamp.bindingSha256 === sha256(join(outDir, BINDING));
+  } catch {
+    return false;
+  }
+}
 
 /** lmdb's package directory, wherever module resolution finds it (nested or hoisted). */
 function lmdbPackageDir() {

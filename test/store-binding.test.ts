@@ -3,25 +3,32 @@
  * which a process opening the store while another commits can make that commit be lost): the
  * install built it and lmdb-js loads it, and a process that would load lmdb-js's prebuilt
  * binding instead refuses to open the store, with one line saying how to fix it, and writes
- * nothing.
+ * nothing. A binding built elsewhere (for another Node.js, `npm run test:lts`) is used through
+ * LMDB_PREBUILD only when the stamp beside it names it by its SHA-256.
  */
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { defaultConfig, runCli } from './helpers/harness.js';
 
+const root = fileURLToPath(new URL('..', import.meta.url));
 const lmdbDir = realpathSync(fileURLToPath(new URL('../node_modules/lmdb/', import.meta.url)));
+/** Where this run's binding is: node_modules/lmdb, or LMDB_PREBUILD's directory (`npm run test:lts`). */
+const bindingDir = process.env.LMDB_PREBUILD ? realpathSync(process.env.LMDB_PREBUILD) : lmdbDir;
+const sha256 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 t.test('the install built the fixed binding and lmdb-js loads it', async (t) => {
-  const source = readFileSync(join(lmdbDir, 'dependencies/lmdb/libraries/liblmdb/mdb.c'), 'utf8');
+  const source = readFileSync(join(bindingDir, 'dependencies/lmdb/libraries/liblmdb/mdb.c'), 'utf8');
   t.match(source, '\tif (prev && env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;', 'mdb_env_open2 carries the fix');
-  const stamp = JSON.parse(readFileSync(join(lmdbDir, 'build/Release/tollgate-lmdb-fix.json'), 'utf8'));
+  const stamp = JSON.parse(readFileSync(join(bindingDir, 'build/Release/tollgate-lmdb-fix.json'), 'utf8'));
   t.equal(stamp.nodeModules, process.versions.modules, 'built for this Node.js');
+  t.equal(stamp.bindingSha256, sha256(join(bindingDir, 'build/Release/lmdb.node')), 'the stamp names the binding by its SHA-256');
   await import('lmdb');
   const maps = readFileSync('/proc/self/maps', 'utf8');
-  t.ok(maps.includes(join(lmdbDir, 'build/Release/lmdb.node')), 'the binding loaded is the one built from source');
+  t.ok(maps.includes(join(bindingDir, 'build/Release/lmdb.node')), 'the binding loaded is the one built from source');
 });
 
 t.test('with the prebuilt binding, the CLI refuses to open the store', async (t) => {
@@ -48,4 +55,32 @@ t.test('with the prebuilt binding, the CLI refuses to open the store', async (t)
   t.equal(elsewhere.code, 1, 'LMDB_PREBUILD pointing elsewhere: exit 1');
   t.match(elsewhere.stderr, /LMDB_PREBUILD is set/);
   t.notOk(existsSync(dataDir), 'nothing written');
+});
+
+t.test('LMDB_PREBUILD: a directory whose stamp names its binding is used; one whose binding differs is refused', async (t) => {
+  // Under the checkout, not /tmp: the binding is loaded from there, and /tmp may be noexec.
+  mkdirSync(join(root, '.cache'), { recursive: true });
+  const copy = mkdtempSync(join(root, '.cache', 'binding-test-'));
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-binding-'));
+  t.teardown(() => {
+    rmSync(copy, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+  });
+  mkdirSync(join(copy, 'build', 'Release'), { recursive: true });
+  for (const file of ['lmdb.node', 'tollgate-lmdb-fix.json']) copyFileSync(join(bindingDir, 'build', 'Release', file), join(copy, 'build', 'Release', file));
+  const configFile = join(dir, 'tollgate.config.json');
+  writeFileSync(configFile, JSON.stringify(defaultConfig('http://127.0.0.1:9')));
+  const dataDir = join(dir, 'data');
+  const common = ['--config', configFile, '--data', dataDir];
+
+  const used = await runCli(['keys', 'create', '--mode', 'credit', '--balance', '1', ...common], { LMDB_PREBUILD: copy });
+  t.equal(used.code, 0, `a stamped copy is used: ${used.stderr}`);
+
+  const stampPath = join(copy, 'build', 'Release', 'tollgate-lmdb-fix.json');
+  const stamp = JSON.parse(readFileSync(stampPath, 'utf8'));
+  writeFileSync(stampPath, JSON.stringify({ ...stamp, bindingSha256: '0'.repeat(64) }));
+  const refused = await runCli(['keys', 'list', ...common], { LMDB_PREBUILD: copy });
+  t.equal(refused.code, 1, 'a binding its stamp does not name: exit 1');
+  t.match(refused.stderr, /^tollgate: \S+lmdb\.node is not the binding its stamp names \(SHA-256 differs\)[^\n]*\n$/, 'one line saying why');
+  t.equal(refused.stdout, '');
 });

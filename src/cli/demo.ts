@@ -87,7 +87,7 @@ export async function demoCommand(args: string[]): Promise<void> {
     await call('messages  claude-sonnet-4-5', tokenSecret, token, '/token/v1/messages', { model: 'claude-sonnet-4-5', max_tokens: 256, messages: [{ role: 'user', content: 'Hi' }], mock: { inputTokens: 4000, outputTokens: 1000, cachedTokens: 3000 } }, { 'anthropic-version': '2023-06-01' });
     out();
     out('This demo\'s gateway stops now, and its keys and data go with it.');
-    out('Run the real thing with `npm start` (see README.md: providers, keys, SDK base URLs); each key holder');
+    out('Run the real thing with `tollgate serve` (`npm start` in a checkout; see README.md: providers, keys, SDK base URLs); each key holder');
     out('then reads these figures at {base}/usage, or as JSON: curl -H "Authorization: Bearer <key>" {base}/usage/api');
   } finally {
     await gateway.close(1000);

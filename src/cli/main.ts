@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { createRequire } from 'node:module';
 import { IssuerError } from '../issuer/errors.js';
 import { UsageError } from './common.js';
 import { AUDIT_USAGE, KEYS_USAGE, MODELS_USAGE, SERVE_USAGE } from './usage-text.js';
@@ -29,11 +28,10 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./audit.js')).auditCommand(argv.slice(1));
     case 'version':
     case '--version':
-    case '-v': {
-      const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
-      process.stdout.write(`tollgate ${version} (node ${process.version})\n`);
+    case '-v':
+      // From ./version.ts, which also knows the single binary's version (no package.json beside it).
+      process.stdout.write(`${(await import('./version.js')).versionLine()}\n`);
       return;
-    }
     case 'demo':
       return (await import('./demo.js')).demoCommand(argv.slice(1));
     case undefined:

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isSea } from 'node:sea';
 import { createAdminServer } from '../admin/listener.js';
 import type { Readiness } from '../admin/health.js';
 import type { Config } from '../config/types.js';
@@ -155,6 +156,9 @@ function runPrimary(workers: number, config: Config, dataDir: string, admin: Adm
     let adminServer: Server | null = null;
     let sweeper: RetentionSweeper | null = null;
     const metrics = clusterMetrics();
+    // A worker of the single binary (a Node.js SEA) is started as `EXECUTABLE EXEC ARGS…` but sees
+    // the executable's path once more before EXEC, so EXEC must be the first argument itself.
+    if (isSea()) cluster.setupPrimary({ exec: process.argv[2]!, args: process.argv.slice(3) });
     for (let i = 0; i < workers; i++) cluster.fork();
     cluster.on('message', (_worker, message: { listening?: string }) => {
       if (message?.listening && ++listening === workers && !announced) {

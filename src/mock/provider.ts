@@ -13,6 +13,7 @@
  * and large streams are generated lazily while respecting backpressure.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { isSea } from 'node:sea';
 import { pathToFileURL } from 'node:url';
 
 export interface MockProviderOptions {
@@ -1001,6 +1002,9 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
 // Direct execution: node dist/mock/provider.js --port 8080 [--host 0.0.0.0]
 
 function isEntryPoint(): boolean {
+  // In the single binary every bundled module has the executable's URL, and the executable is
+  // tollgate's command line, never this module's.
+  if (isSea()) return false;
   const argv1 = process.argv[1];
   if (argv1 === undefined) return false;
   try {
@@ -1010,7 +1014,7 @@ function isEntryPoint(): boolean {
   }
 }
 
-if (isEntryPoint()) {
+async function runFromCommandLine(): Promise<void> {
   const args = process.argv.slice(2);
   const argValue = (name: string): string | undefined => {
     const i = args.indexOf(name);
@@ -1033,3 +1037,6 @@ if (isEntryPoint()) {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 }
+
+// A function rather than top-level await: the single binary's bundle is CommonJS.
+if (isEntryPoint()) void runFromCommandLine();

@@ -73,18 +73,36 @@ export interface HarnessOptions {
   admin?: boolean;
   /** How `cli()` runs issuer commands (default local). */
   cliMode?: CliMode;
+  /**
+   * Run this executable (the single binary) instead of the built CLI, from the gateway's own
+   * directory with its defaults (./tollgate.config.json, ./data) and an environment holding only
+   * the provider secrets and `env`.
+   */
+  executable?: string;
 }
 
 interface Teardown { teardown(fn: () => unknown): void }
 
+/**
+ * The single binary as a host runs it: that file alone, from `cwd`, with nothing in its
+ * environment but what the test gives it, as `env -i` would. Without one, tollgate runs as the
+ * built CLI on this Node.js, with this process's environment.
+ */
+export interface Binary { executable: string; cwd: string }
+
+function spawnTollgate(args: string[], env: NodeJS.ProcessEnv, binary?: Binary): ChildProcess {
+  if (binary) return spawn(binary.executable, args, { cwd: binary.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
 /** Runs the CLI to its end; one still running after `timeoutMs` is killed (its code is then null). */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<CliResult> {
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000, binary?: Binary): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnTollgate(args, env, binary);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -119,7 +137,8 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
   const dataDir = join(dir, 'data');
   const configFile = join(dir, 'tollgate.config.json');
   writeFileSync(configFile, JSON.stringify((options.config ?? defaultConfig)(mock.url), null, 2));
-  const common = ['--config', configFile, '--data', dataDir];
+  const binary = options.executable === undefined ? undefined : { executable: options.executable, cwd: dir };
+  const common = binary ? [] : ['--config', configFile, '--data', dataDir];
   const args = ['serve', ...common, '--host', '127.0.0.1', '--port', '0'];
   if (options.workers) args.push('--workers', String(options.workers));
   const admin = options.admin === true || options.cliMode === 'remote';
@@ -128,10 +147,7 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
   let out = '';
   let adminBase: string | null = null;
   const launch = async (): Promise<{ proc: ChildProcess; base: string; stop: () => Promise<number | null> }> => {
-    const proc = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, ...PROVIDER_ENV, ...(admin ? { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN } : {}), ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const proc = spawnTollgate(args, { ...PROVIDER_ENV, ...(admin ? { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN } : {}), ...options.env }, binary);
     // Output of this process only: the listening lines of an earlier one must not be read again.
     let own = '';
     proc.stderr!.on('data', (d) => (log += d));
@@ -171,8 +187,8 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
   };
   const first = await launch();
   const cli = options.cliMode === 'remote'
-    ? (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, '--admin-url', adminBase!], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, ...env })
-    : (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env);
+    ? (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, '--admin-url', adminBase!], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, ...env }, undefined, binary)
+    : (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env, undefined, binary);
   const harness: Harness = {
     base: first.base,
     admin: adminBase,
