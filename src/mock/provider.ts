@@ -59,6 +59,8 @@ export interface MockSwitches {
   outputTokens?: number;
   /** default 0: chat prompt_tokens_details.cached_tokens, responses input_tokens_details.cached_tokens, messages cache_read_input_tokens */
   cachedTokens?: number;
+  /** answer with this x-request-id instead of a fresh one (a provider that repeats its ids) */
+  requestId?: string;
   /** default 0: messages cache_creation_input_tokens only */
   cacheWriteTokens?: number;
   /** default 0: chat completion_tokens_details / responses output_tokens_details reasoning_tokens */
@@ -933,14 +935,18 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     }
     const b = body as Record<string, unknown>;
     const sw = b.mock === undefined ? DEFAULT_SW : readSwitches(b.mock);
+    // mock.requestId: answer with this x-request-id, as compatible upstreams and caches that
+    // repeat one do.
+    const given = (b.mock as { requestId?: unknown } | undefined)?.requestId;
+    const id = typeof given === 'string' && /^[\x21-\x7e]{1,200}$/.test(given) ? given : rid;
     if (paused) {
       res.on('error', noop);
-      waiting.push(() => respond(res, fmt, rid, n, b, sw));
+      waiting.push(() => respond(res, fmt, id, n, b, sw));
     } else if (sw.delayMs > 0) {
       res.on('error', noop);
-      setTimeout(respond, sw.delayMs, res, fmt, rid, n, b, sw).unref();
+      setTimeout(respond, sw.delayMs, res, fmt, id, n, b, sw).unref();
     } else {
-      respond(res, fmt, rid, n, b, sw);
+      respond(res, fmt, id, n, b, sw);
     }
   };
 
