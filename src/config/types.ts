@@ -82,17 +82,7 @@ export interface RawConfig {
  * (cache reads never cost more); a kind left out is not priced by this table, and tokens of it
  * are charged at the price's highest rate (meter/charge.ts).
  */
-export interface Rates {
-  input: number;
-  output: number;
-  cachedInput: number;
-  cacheWrite?: number;
-  cacheWrite1h?: number;
-  audioInput?: number;
-  audioOutput?: number;
-  imageInput?: number;
-  imageOutput?: number;
-}
+export type Rates = RawRates & { cachedInput: number };
 
 export const RATE_KINDS = ['input', 'output', 'cachedInput', 'cacheWrite', 'cacheWrite1h', 'audioInput', 'audioOutput', 'imageInput', 'imageOutput'] as const;
 export type RateKind = (typeof RATE_KINDS)[number];
