@@ -1,9 +1,11 @@
 import t from 'tap';
-import { eventually, postAndLeave } from './helpers/client-gone.js';
+import { eventually, startCall } from './helpers/client-gone.js';
 import { defaultConfig, startGateway, usageOf } from './helpers/harness.js';
 
 // A client that leaves mid-stream, or before a plain answer arrives, is still billed: the
-// gateway keeps reading the provider's answer and bills the usage the provider reports.
+// gateway keeps reading the provider's answer and bills the usage the provider reports. The mock
+// holds each answer until the client has left (and the gateway has seen it go), so the order of
+// the two is fixed, never raced.
 
 const formats = [
   { name: 'chat', path: '/v1/chat/completions', body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] } },
@@ -15,8 +17,11 @@ for (const f of formats) {
   t.test(`${f.name}: client leaves mid-stream → billed from the provider's usage, not estimated`, async (t) => {
     const gw = await startGateway(t);
     const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
-    const mock = { inputTokens: 300, outputTokens: 90, chunks: 12, chunkDelayMs: 40 };
-    await postAndLeave(gw.base + f.path, key, { ...f.body, stream: true, mock }, 1);
+    const mock = { inputTokens: 300, outputTokens: 90, chunks: 12, hold: 'rest', holdAfter: 3 };
+    const client = await startCall(gw.base + f.path, key, { ...f.body, stream: true, mock });
+    await client.events(2);
+    await client.leave();
+    gw.mock.release('rest');
     const record = await eventually(async () => (await usageOf(gw.base, key)).requests[0]);
     t.match(record, { clientGone: true, estimated: false, error: null, inputTokens: 300, outputTokens: 90 });
     const u = await usageOf(gw.base, key);
@@ -27,8 +32,11 @@ for (const f of formats) {
   t.test(`${f.name}: client leaves before a plain answer arrives → billed exactly`, async (t) => {
     const gw = await startGateway(t);
     const { key } = await gw.createKey(['--mode', 'token', '--budget', '10000']);
-    const mock = { inputTokens: 40, outputTokens: 60, delayMs: 400 };
-    await postAndLeave(gw.base + f.path.replace('/v1', '/token/v1'), key, { ...f.body, mock }, 0, 100);
+    const mock = { inputTokens: 40, outputTokens: 60, hold: 'answer' };
+    const client = await startCall(gw.base + f.path.replace('/v1', '/token/v1'), key, { ...f.body, mock });
+    await gw.mock.waitHeld('answer');
+    await client.leave();
+    gw.mock.release('answer');
     const record = await eventually(async () => (await usageOf(gw.base, key)).requests[0]);
     t.match(record, { clientGone: true, estimated: false, tokensCharged: 100 });
     t.equal((await usageOf(gw.base, key)).key.usedTokens, 100);
@@ -41,9 +49,11 @@ t.test('when the grace period passes first, the provider is stopped and an estim
   });
   const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
   for (const f of formats) {
-    // 100 events 50 ms apart: the answer would take 5 s; the client leaves after the first bytes.
-    const mock = { inputTokens: 500, outputTokens: 900, chunks: 100, chunkDelayMs: 50 };
-    await postAndLeave(gw.base + f.path, key, { ...f.body, stream: true, mock }, 1);
+    // 100 events, held after the fifth and never released: only the gateway's grace period ends it.
+    const mock = { inputTokens: 500, outputTokens: 900, chunks: 100, hold: 'never', holdAfter: 5 };
+    const client = await startCall(gw.base + f.path, key, { ...f.body, stream: true, mock });
+    await client.events(1);
+    await client.leave();
   }
   const records = await eventually(async () => {
     const r = (await usageOf(gw.base, key)).requests;
@@ -67,8 +77,10 @@ t.test('when the grace period passes before the provider answers at all, the est
     config: (url) => ({ ...defaultConfig(url), limits: { clientGoneGraceMs: 300 } }),
   });
   const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
-  // The provider would answer (an error) only after 2 s; the client leaves after 100 ms.
-  await postAndLeave(gw.base + formats[0]!.path, key, { ...formats[0]!.body, mock: { status: 400, delayMs: 2000 } }, 0, 100);
+  // The provider holds its answer (an error) and never sends it; the client leaves first.
+  const client = await startCall(gw.base + formats[0]!.path, key, { ...formats[0]!.body, mock: { status: 400, hold: 'never' } });
+  await gw.mock.waitHeld('never');
+  await client.leave();
   const record = await eventually(async () => (await usageOf(gw.base, key)).requests[0]);
   t.match(record, { status: 499, clientGone: true, estimated: true, error: null, outputTokens: 0 });
   t.ok(record.inputTokens > 0, 'input estimated from the request');

@@ -1,52 +1,77 @@
 import t from 'tap';
-import { eventually, postAndLeave } from './helpers/client-gone.js';
-import { defaultConfig, startGateway, usageOf } from './helpers/harness.js';
+import { eventually, startCall, type LeavingClient } from './helpers/client-gone.js';
+import { allRecords, defaultConfig, startGateway, usageOf, type Harness } from './helpers/harness.js';
 
-// 200 clients leaving mid-stream at random points: every call ends up billed (exactly, from
-// the provider's usage) or estimated (marked), none lost, and the balance is their exact sum.
+// Many clients leaving mid-stream at random points: every call ends up billed — exactly, from the
+// provider's usage, when the provider finishes within the grace period; as a marked estimate when
+// it does not — none is lost, and the balance is the exact sum of the records.
+//
+// Deterministic: the mock holds each stream at a seeded point, each client leaves after a seeded
+// number of the events sent before that point and waits until the gateway has seen it go, and
+// only then does the test release the streams (or never, to let the grace period run out).
 
-t.test('200 clients leaving at random points are all billed or estimated', async (t) => {
+const PATHS = [
+  ['/v1/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, 1],
+  ['/v1/responses', { model: 'gpt-4o-mini', input: 'hi' }, 4],
+  ['/v1/messages', { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, 3],
+] as const; // path, body, events each format sends before its first content delta
+
+/** mulberry32: a small seeded PRNG, so every run sends the same calls. */
+function prng(seed: number): (n: number) => number {
+  return (n) => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return Math.floor((((x ^ (x >>> 14)) >>> 0) / 4294967296) * n);
+  };
+}
+
+/** Starts `count` streams of 20 events, each held by the mock at a seeded point; every client leaves before it. */
+async function leaveAtRandomPoints(gw: Harness, key: string, count: number, tag: string): Promise<void> {
+  const random = prng(42);
+  const clients: Array<Promise<LeavingClient>> = [];
+  const leaveAfter: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const [path, body, opening] = PATHS[i % 3]!;
+    const holdAfter = 1 + random(19); // content deltas sent before the hold: 1 … 19 of 20
+    leaveAfter.push(1 + random(opening + holdAfter)); // whole events the client reads before leaving
+    const mock = { inputTokens: 100 + i, outputTokens: 50 + i, chunks: 20, hold: tag, holdAfter };
+    clients.push(startCall(gw.base + path, key, { ...body, stream: true, mock }));
+  }
+  await gw.mock.waitHeld(tag, count);
+  await Promise.all(clients.map(async (c, i) => {
+    const client = await c;
+    await client.events(leaveAfter[i]!);
+    await client.leave();
+  }));
+}
+
+t.test('200 clients leaving at random points, the provider finishing after they left: all billed exactly', async (t) => {
+  const gw = await startGateway(t);
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '100']);
+  await leaveAtRandomPoints(gw, key, 200, 'rest');
+  gw.mock.release('rest');
+  const records = await eventually(async () => {
+    const { records } = await allRecords(gw.base, key, 500);
+    return records.length === 200 ? records : undefined;
+  }, 60_000);
+  t.same(records.filter((r) => !(r.clientGone && !r.estimated && r.error === null)), [], 'every call: client gone, billed from the provider usage');
+  t.same(records.filter((r) => r.outputTokens - r.inputTokens !== -50), [], 'each record carries its own provider usage');
+  const spent = records.reduce((s, r) => s + r.costNanoUsd, 0);
+  t.equal((await usageOf(gw.base, key)).key.balanceNanoUsd, 100e9 - spent, 'the balance is the exact sum');
+});
+
+t.test('100 clients leaving at random points, the provider never finishing: all billed as marked estimates', async (t) => {
   const gw = await startGateway(t, {
-    // A short grace period so that some calls end estimated and some exact.
     config: (url) => ({ ...defaultConfig(url), limits: { clientGoneGraceMs: 300 } }),
   });
   const { key } = await gw.createKey(['--mode', 'credit', '--balance', '100']);
-  const paths = [
-    ['/v1/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }],
-    ['/v1/responses', { model: 'gpt-4o-mini', input: 'hi' }],
-    ['/v1/messages', { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }],
-  ] as const;
-  let seed = 42;
-  const random = (n: number): number => {
-    seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return seed % n;
-  };
-  const leaving = [];
-  for (let i = 0; i < 200; i++) {
-    const [path, body] = paths[i % 3]!;
-    const mock = { inputTokens: 100 + i, outputTokens: 50 + i, chunks: 20, chunkDelayMs: 5 + random(30) };
-    // Every stream is longer than 1.5 kB: each client leaves part-way through.
-    leaving.push(postAndLeave(gw.base + path, key, { ...body, stream: true, mock }, 1 + random(1500)));
-  }
-  await Promise.all(leaving);
-  const all = await eventually(async () => {
-    const first = await usageOf(gw.base, key, '?limit=500');
-    return first.requests.length === 200 ? first.requests : undefined;
+  await leaveAtRandomPoints(gw, key, 100, 'never');
+  const records = await eventually(async () => {
+    const { records } = await allRecords(gw.base, key, 500);
+    return records.length === 100 ? records : undefined;
   }, 60_000);
-  const exact = all.filter((r: { estimated: boolean }) => !r.estimated);
-  const estimated = all.filter((r: { estimated: boolean }) => r.estimated);
-  t.equal(exact.length + estimated.length, 200);
-  const odd = all.filter((r: { error: null; costNanoUsd: number }) => !(r.error === null && r.costNanoUsd > 0));
-  t.same(odd, [], 'every record billed, none an error');
-  // On a loaded machine the last events of a stream can arrive in one segment with the first
-  // bytes the client waited for: such a client had the whole answer, and its record is exact.
-  const completed = all.filter((r: { clientGone: boolean }) => !r.clientGone);
-  t.ok(completed.every((r: { estimated: boolean }) => !r.estimated), 'a client that got the whole answer is billed exactly');
-  t.ok(completed.length < 20, `nearly every client left part-way (${200 - completed.length} of 200)`);
-  for (const r of exact) {
-    t.equal(r.outputTokens - r.inputTokens, -50, 'exact records carry the provider usage');
-  }
-  t.comment(`${exact.length} billed from provider usage, ${estimated.length} estimated`);
-  const spent = all.reduce((s: number, r: { costNanoUsd: number }) => s + r.costNanoUsd, 0);
+  t.same(records.filter((r) => !(r.clientGone && r.estimated && r.error === null && r.costNanoUsd > 0)), [], 'every call: client gone, an estimate billed and marked');
+  const spent = records.reduce((s, r) => s + r.costNanoUsd, 0);
   t.equal((await usageOf(gw.base, key)).key.balanceNanoUsd, 100e9 - spent, 'the balance is the exact sum');
 });

@@ -5,7 +5,7 @@
  * held, the account moved by exactly the record's charge, and the call has one record.
  */
 import t from 'tap';
-import { eventually, postAndLeave } from './helpers/client-gone.js';
+import { eventually, startCall } from './helpers/client-gone.js';
 import { defaultConfig, post, startGateway, usageOf, type Harness } from './helpers/harness.js';
 
 const CHAT = { model: 'gpt-4o-mini', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] };
@@ -25,9 +25,22 @@ const endings: Ending[] = [
   { name: 'stream cut by the provider', run: (gw, key, s) => post(`${gw.base}${s}/chat/completions`, key, { ...STREAM, mock: { cutAfter: 2 } }).catch(() => undefined), error: 'upstream_cut', billed: false },
   { name: 'error event in the stream', run: (gw, key, s) => post(`${gw.base}${s}/chat/completions`, key, { ...STREAM, mock: { errorEvent: true } }).catch(() => undefined), error: 'upstream_stream_error', billed: false },
   { name: 'provider unreachable', run: (gw, key, s) => post(`${gw.base}${s}/chat/completions`, key, { ...CHAT, model: 'unreachable' }), error: 'upstream_unavailable', billed: false },
-  { name: 'client gone, usage from the provider', run: (gw, key, s) => postAndLeave(`${gw.base}${s}/chat/completions`, key, { ...STREAM, mock: { chunks: 10, chunkDelayMs: 30 } }, 1), error: null, billed: true },
-  { name: 'client gone past the grace period', run: (gw, key, s) => postAndLeave(`${gw.base}${s}/chat/completions`, key, { ...STREAM, mock: { chunks: 200, chunkDelayMs: 50 } }, 1), error: null, billed: true },
+  { name: 'client gone, usage from the provider', run: (gw, key, s) => leaveMidStream(gw, `${gw.base}${s}/chat/completions`, key, true), error: null, billed: true },
+  { name: 'client gone past the grace period', run: (gw, key, s) => leaveMidStream(gw, `${gw.base}${s}/chat/completions`, key, false), error: null, billed: true },
 ];
+
+let holds = 0;
+/**
+ * A stream the mock holds after two deltas; the client leaves after the first event (and the
+ * gateway has seen it go), then the rest is released, or never (the grace period ends it).
+ */
+async function leaveMidStream(gw: Harness, url: string, key: string, release: boolean): Promise<void> {
+  const tag = `stream-${++holds}`;
+  const client = await startCall(url, key, { ...STREAM, mock: { chunks: 10, hold: tag, holdAfter: 2 } });
+  await client.events(1);
+  await client.leave();
+  if (release) gw.mock.release(tag);
+}
 
 t.test('each ending releases the hold and leaves exactly one record', async (t) => {
   const gw = await startGateway(t, {

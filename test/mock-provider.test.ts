@@ -351,6 +351,40 @@ t.test('delays', async (t) => {
   t.equal(events.at(-1)!.event, 'response.completed');
 });
 
+t.test('hold: an answer waits at its hold point until released', async (t) => {
+  // A stream sends its opening events and `holdAfter` deltas, then waits.
+  const res = await post('/v1/chat/completions', { model: 'm', stream: true, mock: { chunks: 5, hold: 'h1', holdAfter: 2 } });
+  await mock.waitHeld('h1');
+  const reader = res.body!.getReader();
+  let text = '';
+  const decoder = new TextDecoder();
+  while (parseSse(text).length < 3) text += decoder.decode((await reader.read()).value);
+  t.equal(parseSse(text).length, 3, 'role chunk and two deltas before the hold');
+  mock.release('h1');
+  for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value);
+  const events = parseSse(text);
+  t.equal(events.at(-1)!.data, '[DONE]', 'the rest after the release');
+  t.equal(events.filter((e) => e.data.includes('"content":"tok')).length, 5);
+
+  // A plain answer is held before its headers; an answer arriving after the release is not held.
+  let answered = false;
+  const plain = post('/v1/messages', { model: 'c', max_tokens: 1, mock: { hold: 'h2' } }).then((r) => {
+    answered = true;
+    return r;
+  });
+  await mock.waitHeld('h2');
+  t.notOk(answered, 'no answer while held');
+  mock.release('h2');
+  t.equal((await plain).status, 200);
+  t.equal((await post('/v1/messages', { model: 'c', max_tokens: 1, mock: { hold: 'h2' } })).status, 200, 'released tags stay released');
+
+  // waitHeld counts the answers that reached the hold.
+  const three = [1, 2, 3].map(() => post('/v1/chat/completions', { model: 'm', mock: { hold: 'h3', status: 503 } }));
+  await mock.waitHeld('h3', 3);
+  mock.release('h3');
+  t.same((await Promise.all(three)).map((r) => r.status), [503, 503, 503], 'an error status is held too');
+});
+
 t.test('messages without max_tokens -> 400', async (t) => {
   const res = await post('/v1/messages', { model: 'c', messages: [] });
   t.equal(res.status, 400);

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { post, runCli, startGateway } from './helpers/harness.js';
+import { closed, open, parseResponses, portOf, readUntil } from './helpers/raw-http.js';
 
 // `tollgate serve` stops on SIGTERM by finishing what is in flight: a slow call that started
 // before the signal completes and is billed, new connections are refused, and the exit is 0.
@@ -13,10 +14,22 @@ for (const workers of [1, 2]) {
   t.test(`SIGTERM drains requests in flight, then exits 0 (workers: ${workers})`, async (t) => {
     const gw = await startGateway(t, workers > 1 ? { workers } : {});
     const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
-    const slow = post(`${gw.base}/v1/chat/completions`, key, { model: 'gpt-4o-mini', messages: [], mock: { delayMs: 1500, inputTokens: 100, outputTokens: 10 } });
-    const stream = post(`${gw.base}/v1/messages`, key, { model: 'claude-haiku-4-5', max_tokens: 8, stream: true, messages: [], mock: { chunks: 10, chunkDelayMs: 120 } }, { 'anthropic-version': '2023-06-01' });
-    await new Promise((r) => setTimeout(r, 300));
+    // Idle keep-alive connections (spread over the workers): their closing shows the drain began.
+    const idle = await Promise.all([1, 2, 3, 4].map(async () => {
+      const socket = await open(portOf(gw.base));
+      socket.write(`GET /usage HTTP/1.1\r\nhost: x\r\n\r\n`);
+      await readUntil(socket, (d) => parseResponses(d).responses.length === 1);
+      return socket;
+    }));
+    // A plain call and a stream, each held by the mock until the drain has begun.
+    const slow = post(`${gw.base}/v1/chat/completions`, key, { model: 'gpt-4o-mini', messages: [], mock: { hold: 'plain', inputTokens: 100, outputTokens: 10 } });
+    const stream = post(`${gw.base}/v1/messages`, key, { model: 'claude-haiku-4-5', max_tokens: 8, stream: true, messages: [], mock: { chunks: 10, hold: 'stream', holdAfter: 3 } }, { 'anthropic-version': '2023-06-01' });
+    await gw.mock.waitHeld('plain');
+    await gw.mock.waitHeld('stream');
     gw.proc.kill('SIGTERM');
+    await Promise.all(idle.map(closed));
+    gw.mock.release('plain');
+    gw.mock.release('stream');
     const [plain, streamed] = await Promise.all([slow, stream]);
     t.equal(plain.status, 200, 'the plain call in flight completed');
     t.equal(plain.json.usage.prompt_tokens, 100);

@@ -17,16 +17,18 @@ t.test('a stuck provider with its pool full does not hold up another provider', 
   });
   const { key } = await gw.createKey(['--mode', 'credit', '--balance', '5']);
   const order: string[] = [];
-  // Ten slow calls to the stuck provider: four fill its pool, six wait for a connection.
+  // Ten calls to a provider that holds them: four fill its pool, six wait for a connection.
   const stuck = Array.from({ length: 10 }, () =>
-    post(`${gw.base}/v1/chat/completions`, key, { model: 'gpt-4o-mini', messages: [], mock: { delayMs: 2500 } }).then((r) => {
+    post(`${gw.base}/v1/chat/completions`, key, { model: 'gpt-4o-mini', messages: [], mock: { hold: 'stuck' } }).then((r) => {
       order.push('stuck');
       return r.status;
     }));
-  await new Promise((r) => setTimeout(r, 200));
+  await gw.mock.waitHeld('stuck', 4);
   const healthy = await post(`${gw.base}/v1/messages`, key, { model: 'claude-haiku-4-5', max_tokens: 8, messages: [] }, { 'anthropic-version': '2023-06-01' });
   order.push('healthy');
   t.equal(healthy.status, 200);
+  t.equal(gw.mock.requests.length, 4, 'the stuck provider still holds every connection of its pool');
+  gw.mock.release('stuck');
   t.same(await Promise.all(stuck), Array(10).fill(200), 'the stuck calls finish too, once their provider answers');
   t.equal(order[0], 'healthy', 'the other provider answered while the stuck one held every connection of its pool');
 });

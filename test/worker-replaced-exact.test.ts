@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { eventually } from './helpers/client-gone.js';
 import { allRecords, post, startGateway, usageOf, type Reply } from './helpers/harness.js';
+import { exchange, parseResponses, portOf } from './helpers/raw-http.js';
 
 /** The processes a process has started (its cluster workers, here). */
 function childPids(pid: number): number[] {
@@ -21,6 +22,19 @@ const COST_NANO = 10 * 150 + 5 * 600; // gpt-4o-mini: 10 input tokens at $0.15/M
 // A call in flight on the killed worker: charged its input estimate, a quarter of its bytes.
 const INTERRUPTED_NANO = Math.ceil(Buffer.byteLength(JSON.stringify(BODY)) / 4) * 150;
 
+/** The process stem of the gateway's own request ids (`req_` + 12 hex), from a refused call on a new connection. */
+async function workerStem(port: number): Promise<string> {
+  const { data } = await exchange(port, 'GET /v1/nope HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
+  return parseResponses(data).responses[0]!.headers['x-request-id']!.slice(0, 16);
+}
+
+/** Waits until `condition()` holds, checking every 20 ms (throws after 30 s). */
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (const deadline = Date.now() + 30_000; !(await condition()); await sleep(20)) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+  }
+}
+
 t.test('a worker killed under traffic is replaced and every call stays billed exactly', async (t) => {
   const gw = await startGateway(t, { workers: 2 });
   const opening = 100;
@@ -28,16 +42,16 @@ t.test('a worker killed under traffic is replaced and every call stays billed ex
   const primary = gw.proc.pid!;
   const before = childPids(primary);
   t.equal(before.length, 2, 'two workers');
+  const port = portOf(gw.base);
 
   let running = true;
-  let replacedAt = Infinity;
   const answered: Array<{ reply: Reply; at: number }> = [];
   let failed = 0;
   const lane = async (): Promise<void> => {
     while (running) {
       try {
         const reply = await post(`${gw.base}/v1/chat/completions`, key.key, BODY);
-        answered.push({ reply, at: Date.now() });
+        answered.push({ reply, at: answered.length });
       } catch {
         failed++; // a connection to the killed worker
       }
@@ -45,25 +59,26 @@ t.test('a worker killed under traffic is replaced and every call stays billed ex
   };
   const lanes = Array.from({ length: 16 }, lane);
 
-  await sleep(400);
+  // Under traffic, and with the request-id stems of both workers known (connections alternate).
+  await until(() => answered.length >= 50, 'traffic');
+  const stems = new Set<string>();
+  await until(async () => stems.add(await workerStem(port)).size === 2, 'both workers to answer');
   const victim = before[0]!;
   process.kill(victim, 'SIGKILL');
-  for (const deadline = Date.now() + 15_000; Date.now() < deadline; await sleep(20)) {
-    const now = childPids(primary);
-    if (now.length === 2 && !now.includes(victim)) {
-      replacedAt = Date.now();
-      break;
-    }
-  }
-  t.ok(replacedAt < Infinity, 'a replacement worker was started');
-  await sleep(1500); // the replacement opens the store and serves while the other worker commits
+  await until(() => childPids(primary).length === 2 && !childPids(primary).includes(victim), 'a replacement worker');
+  t.pass('a replacement worker was started');
+  // The replacement serves once a refused call comes back with a stem not seen before.
+  await until(async () => !stems.has(await workerStem(port)), 'the replacement to serve');
+  const servingFrom = answered.length;
+  // It opened the store while the other worker kept committing; now both serve and commit.
+  await until(() => answered.length >= servingFrom + 200, '200 more calls');
   running = false;
   await Promise.all(lanes);
 
   t.match(gw.serverLog(), /"event":"worker_exited"/, 'the exit is logged');
   const ok = answered.filter((a) => a.reply.status === 200);
   t.same(answered.filter((a) => a.reply.status !== 200).map((a) => a.reply.text), [], 'every answered call succeeded');
-  t.ok(ok.filter((a) => a.at > replacedAt + 500).length > 50, 'calls kept succeeding after the replacement started');
+  t.ok(ok.filter((a) => a.at >= servingFrom).length >= 200, 'calls kept succeeding once the replacement served');
   t.comment(`${ok.length} calls answered, ${failed} lost with the killed worker`);
 
   // The killed worker's calls in flight are settled by the others (as interrupted): wait until

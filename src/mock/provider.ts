@@ -43,10 +43,19 @@ export interface MockProvider {
    * lets a test keep calls in flight for exactly as long as it needs, with no timing guess.
    */
   pause(): void;
-  /** Answers the held calls (and stops holding). Resolves to how many were held. */
-  release(): number;
-  /** Calls held right now. */
+  /**
+   * Without a tag: answers the calls held by `pause()` (and stops holding), resolving to how many
+   * were held. With a tag: lets every answer held under `tag` (switch `hold`) go on; answers
+   * tagged `tag` that arrive later are not held.
+   */
+  release(tag?: string): number;
+  /** Calls held by `pause()` right now. */
   readonly held: number;
+  /**
+   * Resolves once `count` answers tagged `tag` (switch `hold`) have reached their hold point,
+   * whether or not they were released since: a test waits on this instead of sleeping.
+   */
+  waitHeld(tag: string, count?: number): Promise<void>;
   /** closes the server and destroys open sockets */
   close(): Promise<void>;
 }
@@ -115,6 +124,15 @@ export interface MockSwitches {
   omitUsage?: boolean;
   /** stream: the event that carries the usage is sent with its JSON cut short (unparseable) */
   malformedUsageEvent?: boolean;
+  /**
+   * Hold the answer under this tag until the test calls `release(tag)` (or the connection
+   * closes): a stream after its opening events and `holdAfter` content deltas, a plain answer
+   * or an error status before anything is sent. Tests use it to stop an answer at a known point
+   * instead of racing a delay.
+   */
+  hold?: string;
+  /** stream: content deltas sent before the hold (default 0) */
+  holdAfter?: number;
 }
 
 // ---------------------------------------------------------------------------
@@ -148,6 +166,8 @@ interface Sw {
   malformed: boolean;
   /** '' for the default shapes; else a key that makes plain-body templates distinct */
   extraKey: string;
+  hold: string | null;
+  holdAfter: number;
 }
 
 const DEFAULT_SW: Sw = Object.freeze({
@@ -177,6 +197,8 @@ const DEFAULT_SW: Sw = Object.freeze({
   omitUsage: false,
   malformed: false,
   extraKey: '',
+  hold: null,
+  holdAfter: 0,
 });
 
 function nonNeg(v: unknown, d: number): number {
@@ -214,6 +236,8 @@ function readSwitches(m: unknown): Sw {
     omitUsage: o.omitUsage === true,
     malformed: o.malformedUsageEvent === true,
     extraKey: JSON.stringify([o.serviceTier, o.audioInputTokens, o.audioOutputTokens, o.imageInputTokens, o.imageOutputTokens, o.cacheWrite1hTokens, o.webSearchRequests, o.usageJson, o.omitUsage]),
+    hold: typeof o.hold === 'string' && o.hold.length > 0 ? o.hold : null,
+    holdAfter: nonNeg(o.holdAfter, 0),
   };
 }
 
@@ -576,10 +600,12 @@ const ANTHROPIC_MODELS = JSON.stringify({
 });
 
 // ---------------------------------------------------------------------------
-// Streams: generators of SSE text, with a CUT marker for abrupt termination
+// Streams: generators of SSE text, with a CUT marker for abrupt termination and a HOLD marker
+// where the answer waits for the test
 
 const CUT = Symbol('cut');
-type Item = string | typeof CUT;
+const HOLD = Symbol('hold');
+type Item = string | typeof CUT | typeof HOLD;
 
 interface StreamCtx {
   n: string;
@@ -595,6 +621,11 @@ function cutIndex(sw: Sw, count: number): number {
   return sw.cutAfter < 0 ? -1 : Math.min(sw.cutAfter, count);
 }
 
+/** index of the delta before which the stream is held (count: before its end), or -1 */
+function holdIndex(sw: Sw, count: number): number {
+  return sw.hold === null ? -1 : Math.min(sw.holdAfter, count);
+}
+
 function* chatStream(c: StreamCtx): Generator<Item> {
   const { sw, plan } = c;
   const base =
@@ -607,13 +638,16 @@ function* chatStream(c: StreamCtx): Generator<Item> {
   yield head + '{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]' + tail;
   const count = plan.count;
   const cut = cutIndex(sw, count);
+  const hold = holdIndex(sw, count);
   for (let i = 0; i < count; i++) {
+    if (i === hold) yield HOLD;
     if (i === cut) {
       yield CUT;
       return;
     }
     yield head + '{"content":"' + plan.at(i) + '"},"logprobs":null,"finish_reason":null}]' + tail;
   }
+  if (hold === count) yield HOLD;
   if (cut === count) {
     yield CUT;
     return;
@@ -646,13 +680,16 @@ function* respStream(c: StreamCtx): Generator<Item> {
   yield ev('response.content_part.added', loc + ',"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}');
   const count = plan.count;
   const cut = cutIndex(sw, count);
+  const hold = holdIndex(sw, count);
   for (let i = 0; i < count; i++) {
+    if (i === hold) yield HOLD;
     if (i === cut) {
       yield CUT;
       return;
     }
     yield ev('response.output_text.delta', loc + ',"delta":"' + plan.at(i) + '","logprobs":[]');
   }
+  if (hold === count) yield HOLD;
   if (cut === count) {
     yield CUT;
     return;
@@ -687,13 +724,16 @@ function* msgStream(c: StreamCtx): Generator<Item> {
   );
   const count = plan.count;
   const cut = cutIndex(sw, count);
+  const hold = holdIndex(sw, count);
   for (let i = 0; i < count; i++) {
+    if (i === hold) yield HOLD;
     if (i === cut) {
       yield CUT;
       return;
     }
     yield 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"' + plan.at(i) + '"}}\n\n';
   }
+  if (hold === count) yield HOLD;
   if (cut === count) {
     yield CUT;
     return;
@@ -757,7 +797,10 @@ function cutConnection(res: ServerResponse): void {
 const BATCH = 65536;
 function noop(): void {}
 
-async function pump(res: ServerResponse, it: Iterator<Item>, delayMs: number): Promise<void> {
+/** Waits until the test releases a held answer (or its connection closes). */
+type HoldWait = (res: ServerResponse) => Promise<void>;
+
+async function pump(res: ServerResponse, it: Iterator<Item>, delayMs: number, holdWait: HoldWait): Promise<void> {
   res.on('error', noop);
   let batch = '';
   let first = true;
@@ -768,6 +811,13 @@ async function pump(res: ServerResponse, it: Iterator<Item>, delayMs: number): P
       if (batch !== '') res.write(batch);
       cutConnection(res);
       return;
+    }
+    if (v === HOLD) {
+      if (batch !== '') res.write(batch);
+      batch = '';
+      await holdWait(res);
+      if (res.destroyed) return;
+      continue;
     }
     if (delayMs > 0) {
       if (!first) {
@@ -804,6 +854,32 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
   let paused = false;
   let waiting: Array<() => void> = [];
   let counter = 0;
+
+  // Held answers, by tag: how many reached their hold, who waits for that, and who is held.
+  interface HoldTag { reached: number; waiters: Array<{ count: number; resolve: () => void }>; held: Set<() => void> }
+  const holds = new Map<string, HoldTag>();
+  const released = new Set<string>();
+  const holdTag = (tag: string): HoldTag => {
+    let h = holds.get(tag);
+    if (h === undefined) holds.set(tag, (h = { reached: 0, waiters: [], held: new Set() }));
+    return h;
+  };
+  const holdWaitFor = (tag: string): HoldWait => (res) => {
+    const h = holdTag(tag);
+    h.reached++;
+    h.waiters = h.waiters.filter((w) => (w.count <= h.reached ? (w.resolve(), false) : true));
+    if (released.has(tag)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const go = (): void => {
+        h.held.delete(go);
+        res.off('close', go);
+        resolve();
+      };
+      h.held.add(go);
+      res.once('close', go);
+    });
+  };
+  const noHold: HoldWait = () => Promise.resolve();
   let lastModel: unknown;
   let lastModelJson = '';
   let lastModelBytes = 0;
@@ -823,7 +899,7 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       const after = tpl.slice(x + S_X.length);
       const len = Buffer.byteLength(before) + sw.bytes + Buffer.byteLength(after);
       res.writeHead(200, jsonHeaders(flavor, rid, len));
-      void pump(res, plainBytes(before, plan, after), 0);
+      void pump(res, plainBytes(before, plan, after), 0, noHold);
       return;
     }
     const t = templateFor(fmt, sw);
@@ -851,8 +927,14 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     sendJson(res, 200, flavor, rid, body, bytes);
   };
 
-  const respond = (res: ServerResponse, fmt: Fmt, rid: string, n: number, body: Record<string, unknown>, sw: Sw): void => {
+  const respond = (res: ServerResponse, fmt: Fmt, rid: string, n: number, body: Record<string, unknown>, sw: Sw, afterHold = false): void => {
     if (res.destroyed) return;
+    // A plain answer or an error is held before anything is sent (a stream, inside pump).
+    if (sw.hold !== null && !afterHold && (body.stream !== true || sw.status !== 0)) {
+      res.on('error', noop);
+      void holdWaitFor(sw.hold)(res).then(() => respond(res, fmt, rid, n, body, sw, true));
+      return;
+    }
     const flavor: Flavor = fmt === MSG ? 1 : 0;
     if (fmt === MSG && body.max_tokens === undefined) {
       sendJson(res, 400, 1, rid, MAX_TOKENS_MISSING);
@@ -892,7 +974,7 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       includeUsage: fmt === CHAT && so !== null && typeof so === 'object' && so.include_usage === true,
     };
     res.writeHead(200, sseHeaders(flavor, rid));
-    void pump(res, STREAMS[fmt](ctx), sw.chunkDelayMs);
+    void pump(res, STREAMS[fmt](ctx), sw.chunkDelayMs, sw.hold === null ? noHold : holdWaitFor(sw.hold));
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse, url: string, text: string): void => {
@@ -984,7 +1066,13 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     pause(): void {
       paused = true;
     },
-    release(): number {
+    release(tag?: string): number {
+      if (tag !== undefined) {
+        released.add(tag);
+        const held = [...holdTag(tag).held];
+        for (const go of held) go();
+        return held.length;
+      }
       paused = false;
       const held = waiting;
       waiting = [];
@@ -993,6 +1081,11 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     },
     get held(): number {
       return waiting.length;
+    },
+    waitHeld(tag: string, count = 1): Promise<void> {
+      const h = holdTag(tag);
+      if (h.reached >= count) return Promise.resolve();
+      return new Promise((resolve) => h.waiters.push({ count, resolve }));
     },
     close(): Promise<void> {
       closing ??= new Promise<void>((resolve) => {
