@@ -5,10 +5,13 @@ import { hashKey, isWellFormedKey } from './auth/keys.js';
 import type { Config } from './config/types.js';
 import { FORMATS } from './formats/index.js';
 import { requestLevers } from './formats/levers.js';
-import { readRequestFacts } from './formats/model.js';
+import { requestFacts } from './formats/model.js';
+import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange } from './forward/exchange.js';
 import { buildUpstreams, closeUpstreams, type Upstream } from './forward/pools.js';
-import { readBody, TOO_LARGE } from './http/body.js';
+import { readBody, REFUSED, TOO_LARGE } from './http/body.js';
+import { answerClientError } from './http/client-error.js';
+import { Drain } from './http/drain.js';
 import { sendError, sendErrorSaying, type GatewayErrorCode } from './http/errors.js';
 import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } from './http/headers.js';
 import { nextRequestId } from './http/request-id.js';
@@ -39,7 +42,11 @@ export interface Gateway {
   server: Server;
   /** Set as soon as the process is told to stop: /readyz answers 503 from then on. */
   draining: boolean;
-  /** Stops accepting, waits for requests in flight (up to `timeoutMs`), closes provider pools. */
+  /**
+   * Stops accepting, closes idle connections, answers calls in flight with `connection: close`
+   * (or closes their connection after their last byte) and resolves as soon as the last call in
+   * flight ends (at most `timeoutMs`); then closes the provider pools.
+   */
   close(timeoutMs?: number): Promise<void>;
 }
 
@@ -55,9 +62,10 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
   store.serveCalls();
-  const maxRequestBytes = config.limits.maxRequestBytes;
+  const { maxRequestBytes, maxJsonDepth } = config.limits;
   const observer = new Observer(options.metrics ?? null, options.accessLog ?? null);
   const readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
+  const drain = new Drain();
 
   /**
    * Steps 8–11 for inference calls, after the key, funds and rate checks passed: read the
@@ -65,14 +73,16 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
    * call is forwarded, every way out releases what step 7 and the hold took (`release`).
    */
   async function inference(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): Promise<void> {
-    const body = await readBody(req, maxRequestBytes);
+    // The body is scanned as it arrives; only what the checks need is read from it.
+    const scanner = new TopLevelScanner(maxJsonDepth);
+    const body = await readBody(req, maxRequestBytes, scanner);
     if (body === undefined) return store.release(key, requestId);
     const refuse = (code: GatewayErrorCode): void => {
       store.release(key, requestId);
       sendError(res, code, requestId);
     };
     if (body === TOO_LARGE) return refuse('request_too_large');
-    const facts = readRequestFacts(body);
+    const facts = body === REFUSED ? undefined : requestFacts(body, scanner);
     if (facts === undefined) return refuse('model_required');
     noteModel(res, facts.model);
     if (!modelAllowed(key, facts.model)) return refuse('model_not_allowed');
@@ -88,30 +98,39 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const format = FORMATS[endpoint];
     // A priced option the model's price cannot price is refused before anything is forwarded
     // (credit keys: a token key is charged tokens, whatever they cost).
-    const levers = requestLevers(format.levers, facts.body, req.headers, body);
+    const levers = requestLevers(format.levers, facts, req.headers);
     const unpriced = key.mode === 'credit' ? unpricedRefusal(levers, model) : null;
     if (unpriced !== null) {
       store.release(key, requestId);
       return sendErrorSaying(res, 'unpriced_option', requestId, unpriced);
     }
     // Streams must report usage; a body that does not ask for it is the one thing changed.
-    const usageBody = format.streamUsageRequest?.(facts, body);
-    const hold = holdFor(format, model, key.mode, facts.body, body.length, facts.stream, Date.now());
+    const usageBody = format.streamUsageRequest?.(facts);
+    const hold = holdFor(format, model, key.mode, facts, facts.raw.length, facts.stream, Date.now());
     store.hold(key, requestId, hold, (refusal) => {
       if (refusal !== null) return sendError(res, refusal, requestId);
       // The client left while the hold was placed: nothing goes out, nothing is billed.
       if (res.destroyed) return store.release(key, requestId);
       try {
         const exchange = new Exchange(res, requestId, {
-          store, key, model, format, requestBody: facts.body, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
+          store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
           startedAt: hold.at, levers,
+          // Parsed only if an estimate needs the prompt's text (a call that ends normally never does).
+          get requestBody() {
+            return facts.body;
+          },
         });
+        const upstreamBody = usageBody ?? facts.raw;
+        const headers = upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults);
+        headers['content-length'] = String(upstreamBody.length);
         noteDispatch(res, upstream.provider.name);
         upstream.pool.dispatch({
           path: upstream.provider.basePath + route.upstreamPath + query,
           method: 'POST',
-          headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
-          body: usageBody ?? body,
+          headers,
+          // A large body goes as its list of chunks: undici writes any iterable of Buffers
+          // (lib/core/request.js), though its types name only single-value bodies.
+          body: upstreamBody.forUpstream() as Buffer,
         }, exchange);
       } catch (err) {
         store.release(key, requestId);
@@ -142,6 +161,13 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const method = req.method ?? 'GET';
     const requestId = nextRequestId();
     observer.begin(res, requestId);
+    drain.track(req, res);
+    // HTTP/1.1 requires Host (RFC 9112 §3.2): answered here with the envelope, rather than with
+    // Node's bare 400, and the connection closed like after any request Node's parser refuses.
+    if (req.headers.host === undefined && req.httpVersionMinor === 1) {
+      res.setHeader('connection', 'close');
+      return sendError(res, 'malformed_request', requestId);
+    }
     if (method === 'OPTIONS') {
       res.writeHead(204, withRequestId(PREFLIGHT_RESPONSE_HEADERS, requestId));
       res.end();
@@ -214,19 +240,34 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     }
   }
 
-  const server = createServer({
-    // Clients keep connections to a gateway for long: outlive common 60 s idle timeouts of
-    // load balancers and SDK pools, so the server is never the side that races a reused socket.
-    keepAliveTimeout: 65_000,
-    headersTimeout: 66_000,
-    requestTimeout: 300_000,
-  }, (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     try {
       handle(req, res);
     } catch (err) {
       failed(res, err);
     }
-  });
+  };
+
+  const limits = config.limits;
+  const server = createServer({
+    // Clients keep connections to a gateway for long: outlive common 60 s idle timeouts of
+    // load balancers and SDK pools, so the server is never the side that races a reused socket.
+    keepAliveTimeout: 65_000,
+    // Counted from a request's first byte (an idle keep-alive connection is not timed by these).
+    headersTimeout: limits.clientHeadersTimeoutMs,
+    requestTimeout: limits.clientRequestTimeoutMs,
+    // How often Node looks for requests over those limits (its default, 30 s, would let a 20 s
+    // limit run to 50 s).
+    connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.floor(limits.clientHeadersTimeoutMs / 4))),
+    maxHeaderSize: limits.maxHeaderBytes,
+    // A request without Host gets the gateway's envelope from handle(), not Node's bare 400.
+    requireHostHeader: false,
+  }, onRequest);
+  server.maxConnections = limits.maxConnections;
+  server.on('clientError', answerClientError);
+  // An `Expect` other than 100-continue is ignored, as RFC 9110 §10.1.1 allows, rather than
+  // answered with Node's bare 417.
+  server.on('checkExpectation', onRequest);
 
   const gateway: Gateway = {
     server,
@@ -234,16 +275,14 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     async close(timeoutMs = 30_000) {
       gateway.draining = true;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.closeAllConnections();
-          resolve();
-        }, timeoutMs);
+        const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
         timer.unref();
         server.close(() => {
           clearTimeout(timer);
           resolve();
         });
-        server.closeIdleConnections();
+        // Once no call is in flight, what is left open is idle or half-sent: close it all.
+        drain.start(() => server.closeAllConnections());
       });
       await closeUpstreams(upstreams);
     },

@@ -74,7 +74,6 @@ t.test('credential carriers and their precedence', async (t) => {
       t.same(await call({ authorization: `Bearer ${value}` }), { status: 401, code: 'invalid_api_key' }, `Bearer: ${name}`);
       t.same(await call({ 'x-api-key': value }), { status: 401, code: 'invalid_api_key' }, `x-api-key: ${name}`);
     }
-    t.same(await call({ authorization: `Bearer  ${k}` }), { status: 401, code: 'invalid_api_key' }, 'two spaces after Bearer');
     t.same(await call({ authorization: `Bearer ${k} extra` }), { status: 401, code: 'invalid_api_key' }, 'a second word after the key');
   });
 

@@ -79,6 +79,10 @@ t.test('bad configurations: exit 2 before listening, stderr names the field path
     ['catalogProvider naming an unknown provider', configWith((c) => (c.catalogProvider.anthropic = 'bedrock')), /catalogProvider\.anthropic/],
     ['bad provider auth', configWith((c) => (c.providers.anthropic.auth = 'basic')), /providers\.anthropic\.auth/],
     ['bad server port', configWith((c) => (c.server = { port: 'eighty' })), /server\.port/],
+    ['nesting depth of 1', configWith((c) => (c.limits = { maxJsonDepth: 1 })), /limits\.maxJsonDepth/],
+    ['no connections allowed', configWith((c) => (c.limits = { maxConnections: 0 })), /limits\.maxConnections/],
+    ['headers allowed longer than the whole request', configWith((c) => (c.limits = { clientHeadersTimeoutMs: 5000, clientRequestTimeoutMs: 1000 })), /limits\.clientHeadersTimeoutMs/],
+    ['header limit as a string', configWith((c) => (c.limits = { maxHeaderBytes: '16k' })), /limits\.maxHeaderBytes/],
   ];
   const badJson = join(dir, 'broken.json');
   writeFileSync(badJson, '{ "providers": { ');

@@ -4,13 +4,17 @@ import type { IncomingHttpHeaders } from 'node:http';
  * The client's key, from one of the two carriers:
  * `Authorization: Bearer <key>` wins; `x-api-key` is read only when Authorization is absent or
  * is not a Bearer value. Returns undefined when there is no credential at all.
- * The value is returned exactly as sent (no trimming inside the Bearer value), so a padded key
- * fails the format check as an unknown key.
+ * The scheme is matched case-insensitively and may be followed by one or more spaces (RFC 9110
+ * §11.4: `auth-scheme 1*SP token68`); the value itself is returned exactly as sent, so a key
+ * with whitespace inside (a wrapped or padded key) fails the format check as an unknown key.
  */
 export function credentialOf(headers: IncomingHttpHeaders): string | undefined {
   const authorization = headers.authorization;
   if (authorization !== undefined && authorization.length > 7 && isBearerScheme(authorization)) {
-    return authorization.slice(7);
+    let start = 7;
+    while (authorization.charCodeAt(start) === 32) start++;
+    // Node trims a header value's trailing whitespace, so spaces alone never reach this point.
+    return authorization.slice(start);
   }
   const apiKey = headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey.length > 0) return apiKey;

@@ -18,6 +18,11 @@ export const DEFAULT_LIMITS: Limits = {
   upstreamBodyTimeoutMs: 600_000,
   upstreamConnections: 256,
   clientGoneGraceMs: 300_000,
+  maxJsonDepth: 128,
+  maxHeaderBytes: 16 * 1024,
+  clientHeadersTimeoutMs: 20_000,
+  clientRequestTimeoutMs: 300_000,
+  maxConnections: 10_000,
 };
 
 /** The output cap assumed for a model that has neither `maxOutputTokens` nor `contextWindow`. */
@@ -194,6 +199,15 @@ function compileLimits(raw: Json): Limits {
   if (l.upstreamBodyTimeoutMs !== undefined) limits.upstreamBodyTimeoutMs = integer(l.upstreamBodyTimeoutMs, 'limits.upstreamBodyTimeoutMs', 1, 3_600_000);
   if (l.clientGoneGraceMs !== undefined) limits.clientGoneGraceMs = integer(l.clientGoneGraceMs, 'limits.clientGoneGraceMs', 0, 3_600_000);
   if (l.upstreamConnections !== undefined) limits.upstreamConnections = integer(l.upstreamConnections, 'limits.upstreamConnections', 1, 65_536);
+  if (l.maxJsonDepth !== undefined) limits.maxJsonDepth = integer(l.maxJsonDepth, 'limits.maxJsonDepth', 2, 4096);
+  if (l.maxHeaderBytes !== undefined) limits.maxHeaderBytes = integer(l.maxHeaderBytes, 'limits.maxHeaderBytes', 1024, 1024 * 1024);
+  if (l.clientHeadersTimeoutMs !== undefined) limits.clientHeadersTimeoutMs = integer(l.clientHeadersTimeoutMs, 'limits.clientHeadersTimeoutMs', 100, 3_600_000);
+  if (l.clientRequestTimeoutMs !== undefined) limits.clientRequestTimeoutMs = integer(l.clientRequestTimeoutMs, 'limits.clientRequestTimeoutMs', 100, 3_600_000);
+  if (l.maxConnections !== undefined) limits.maxConnections = integer(l.maxConnections, 'limits.maxConnections', 1, 1_000_000);
+  // Node refuses a server whose headers may take longer than the whole request.
+  if (limits.clientHeadersTimeoutMs > limits.clientRequestTimeoutMs) {
+    throw new ConfigError('limits.clientHeadersTimeoutMs', `must not exceed limits.clientRequestTimeoutMs (${limits.clientRequestTimeoutMs})`);
+  }
   return limits;
 }
 

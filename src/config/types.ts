@@ -51,6 +51,16 @@ export interface RawLimits {
   upstreamConnections?: number;
   /** How long to keep reading a provider's answer after the client left, to bill exact usage. */
   clientGoneGraceMs?: number;
+  /** Deepest nesting of arrays and objects read in a request body (the top-level object is 1). */
+  maxJsonDepth?: number;
+  /** Largest request head (request line and headers), in bytes. */
+  maxHeaderBytes?: number;
+  /** From a request's first byte until its headers are complete. */
+  clientHeadersTimeoutMs?: number;
+  /** From a request's first byte until its whole body has arrived. */
+  clientRequestTimeoutMs?: number;
+  /** Open client connections per process; more are closed as they arrive. */
+  maxConnections?: number;
 }
 
 /** When the store's commits reach the disk (see store/lmdb.ts FsyncMode). */
@@ -135,6 +145,11 @@ export interface Limits {
   upstreamBodyTimeoutMs: number;
   upstreamConnections: number;
   clientGoneGraceMs: number;
+  maxJsonDepth: number;
+  maxHeaderBytes: number;
+  clientHeadersTimeoutMs: number;
+  clientRequestTimeoutMs: number;
+  maxConnections: number;
 }
 
 export interface Config {

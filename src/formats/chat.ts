@@ -47,20 +47,25 @@ export const chat: FormatAdapter = {
   deltaText: (event) => capturedString(event.data, CONTENT),
   /**
    * A streamed chat call reports usage only with `stream_options.include_usage`. When the client
-   * did not ask, ask for it: splice the option in after the body's opening brace (the body is
-   * otherwise forwarded byte for byte), or, when the client sent `stream_options` without it,
-   * re-serialise with the flag set. What the provider then adds to the stream is taken out
-   * again on the way to that client (UsageChunkFilter).
+   * did not ask, ask for it: splice the option in after the body's opening brace, or, when the
+   * client sent `stream_options` without it, replace that member's value with the client's
+   * options plus the flag (every `stream_options` member, should the key be repeated). Every
+   * other byte of the body is forwarded as the client sent it. What the provider then adds to
+   * the stream is taken out again on the way to that client (UsageChunkFilter).
    */
-  streamUsageRequest(facts, raw) {
+  streamUsageRequest(facts) {
     if (!facts.stream) return undefined;
-    const options = facts.body.stream_options;
-    if (isObject(options) && options.include_usage === true) return undefined;
-    if (options === undefined) {
-      const brace = raw.indexOf(0x7b);
-      return Buffer.concat([raw.subarray(0, brace + 1), INCLUDE_USAGE, raw.subarray(brace + 1)]);
+    const spans = facts.spans('stream_options');
+    if (spans.length === 0) {
+      const brace = facts.raw.indexOf(0x7b) + 1;
+      return facts.raw.splice(brace, brace, INCLUDE_USAGE);
     }
-    const fixed = { ...facts.body, stream_options: { ...(isObject(options) ? options : {}), include_usage: true } };
-    return Buffer.from(JSON.stringify(fixed));
+    const options = facts.member('stream_options');
+    if (isObject(options) && options.include_usage === true) return undefined;
+    const fixed = Buffer.from(JSON.stringify({ ...(isObject(options) ? options : {}), include_usage: true }));
+    let body = facts.raw;
+    // From the last to the first, so that the offsets of the earlier ones stay true.
+    for (const span of spans.reverse()) body = body.splice(span.valueStart, span.valueEnd, fixed);
+    return body;
   },
 };

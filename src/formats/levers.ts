@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { RequestFacts } from './model.js';
 import { isObject } from './types.js';
 
 /**
@@ -42,19 +43,20 @@ const TTL = Buffer.from('"ttl"');
 export const STANDARD_TIERS: readonly string[] = ['auto', 'default', 'standard', 'standard_only'];
 
 /**
- * The levers a request pulls. `raw` is the body as received: only a body that contains `"ttl"`
- * at all is walked for a 1-hour cache_control (a native byte search keeps the walk off every
- * other request).
+ * The levers a request pulls, from the top-level members it names (each parsed only when read).
+ * Only a body that contains `"ttl"` at all is parsed whole and walked for a 1-hour
+ * cache_control (a native byte search keeps the walk off every other request).
  */
-export function requestLevers(spec: LeverSpec, body: Record<string, unknown>, headers: IncomingHttpHeaders, raw?: Buffer): RequestLevers {
+export function requestLevers(spec: LeverSpec, facts: RequestFacts, headers: IncomingHttpHeaders): RequestLevers {
   let serviceTier: string | null = null;
   if (spec.tierField !== undefined) {
-    const tier = body[spec.tierField];
+    const tier = facts.member(spec.tierField);
     if (typeof tier === 'string' && !(spec.baseTiers ?? STANDARD_TIERS).includes(tier)) serviceTier = tier;
   }
   const tools: string[] = [];
-  if (spec.toolTypes !== undefined && Array.isArray(body.tools)) {
-    for (const tool of body.tools) {
+  const offered = spec.toolTypes === undefined ? undefined : facts.member('tools');
+  if (spec.toolTypes !== undefined && Array.isArray(offered)) {
+    for (const tool of offered) {
       const type = isObject(tool) ? tool.type : undefined;
       if (typeof type !== 'string') continue;
       const match = spec.toolTypes.find(([prefix]) => type.startsWith(prefix));
@@ -63,12 +65,12 @@ export function requestLevers(spec: LeverSpec, body: Record<string, unknown>, he
   }
   const impliedToolCalls: Record<string, number> = {};
   for (const [field, fee] of spec.toolOptions ?? []) {
-    if (isObject(body[field])) {
+    if (isObject(facts.member(field))) {
       impliedToolCalls[fee] = 1;
       if (!tools.includes(fee)) tools.push(fee);
     }
   }
-  const cacheWrite1h = spec.cacheTtl === true && (raw === undefined || raw.includes(TTL)) && asksForHourCache(body);
+  const cacheWrite1h = spec.cacheTtl === true && facts.raw.includes(TTL) && asksForHourCache(facts.body);
   let longContext = false;
   if (spec.longContextBeta !== undefined) {
     const beta = headers['anthropic-beta'];

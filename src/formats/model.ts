@@ -1,68 +1,86 @@
-/** What the gateway reads from a request body: the model, and whether a stream was asked for. */
-export interface RequestFacts {
-  model: string;
-  stream: boolean;
-  /** The parsed body, for adapters that must look further (never re-serialised unless changed). */
-  body: Record<string, unknown>;
+import type { RequestBody } from '../http/body.js';
+import type { MemberSpan, TopLevelScanner } from './top-level-scanner.js';
+
+/**
+ * The longest `model` value read, in bytes as sent. Model ids are short; a longer value cannot
+ * name a model, and decoding megabytes of it only to refuse it would cost the event loop.
+ */
+export const MAX_MODEL_BYTES = 256;
+
+/**
+ * What the gateway reads from a request body: the model and whether a stream was asked for, on
+ * every call; any other top-level member, and the whole body, only when asked (parsed then, from
+ * the bytes the scanner located). The body itself is `raw`, the bytes as received.
+ */
+export class RequestFacts {
+  private names: string[] | undefined;
+  private readonly parsed = new Map<string, unknown>();
+  private whole: Record<string, unknown> | undefined;
+
+  constructor(
+    readonly raw: RequestBody,
+    readonly model: string,
+    readonly stream: boolean,
+    private readonly members: readonly MemberSpan[],
+  ) {}
+
+  /** Where every top-level member called `name` sits, in body order (JSON.parse keeps the last). */
+  spans(name: string): MemberSpan[] {
+    // A key longer than `name` with every character escaped (\uXXXX) cannot be `name`.
+    const longest = 6 * name.length + 2;
+    const names = (this.names ??= new Array<string>(this.members.length));
+    const found: MemberSpan[] = [];
+    this.members.forEach((m, i) => {
+      if (m.keyEnd - m.keyStart > longest) return;
+      names[i] ??= keyName(this.raw.slice(m.keyStart, m.keyEnd));
+      if (names[i] === name) found.push(m);
+    });
+    return found;
+  }
+
+  /** The value of top-level member `name` (the last, as JSON.parse keeps it), or undefined. */
+  member(name: string): unknown {
+    if (this.parsed.has(name)) return this.parsed.get(name);
+    const span = this.spans(name).at(-1);
+    const value = span === undefined ? undefined : JSON.parse(this.raw.text(span.valueStart, span.valueEnd));
+    this.parsed.set(name, value);
+    return value;
+  }
+
+  /**
+   * The whole body parsed, once. Only the rare paths that need all of it use this (an input
+   * estimate from the prompt's text); a call that completes normally never parses its body.
+   */
+  get body(): Record<string, unknown> {
+    return (this.whole ??= JSON.parse(this.raw.text()) as Record<string, unknown>);
+  }
+}
+
+/** A key's name from its bytes, quotes included; JSON.parse only for keys with escapes. */
+function keyName(bytes: Buffer): string {
+  return bytes.indexOf(0x5c) === -1 ? bytes.toString('utf8', 1, bytes.length - 1) : (JSON.parse(bytes.toString('utf8')) as string);
 }
 
 /**
- * Reads `model` from a JSON body. Undefined (→ 400 model_required) when the body is empty, not
- * JSON, not an object, has no non-empty string `model`, or names `model` more than once at the
- * top level: JSON.parse keeps the last duplicate while another parser may keep the first, so the
- * model checked and billed could differ from the one the provider serves.
+ * The facts of a body the scanner read to its end, or undefined (→ 400 model_required) when the
+ * body is empty, not JSON, not an object, deeper or wider than the scanner's limits, has no
+ * non-empty string `model` (of at most MAX_MODEL_BYTES), or names `model` more than once at the
+ * top level: JSON.parse keeps the last duplicate while another parser may keep the first, so
+ * the model checked and billed could differ from the one the provider serves.
  */
-export function readRequestFacts(body: Buffer): RequestFacts | undefined {
-  if (body.length === 0) return undefined;
-  const text = body.toString('utf8');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return undefined;
+export function requestFacts(raw: RequestBody, scanner: TopLevelScanner): RequestFacts | undefined {
+  if (!scanner.end() || scanner.modelIndex === -1) return undefined;
+  const { members } = scanner;
+  const m = members[scanner.modelIndex]!;
+  const size = m.valueEnd - m.valueStart;
+  if (size > MAX_MODEL_BYTES + 2 || size <= 2) return undefined; // too long, or "" or not a string
+  const modelBytes = raw.slice(m.valueStart, m.valueEnd);
+  if (modelBytes[0] !== 0x22 /* " */) return undefined;
+  const model = JSON.parse(modelBytes.toString('utf8')) as string;
+  let stream = false;
+  if (scanner.streamIndex !== -1) {
+    const s = members[scanner.streamIndex]!;
+    stream = s.valueEnd - s.valueStart === 4 && raw.slice(s.valueStart, s.valueEnd).toString('latin1') === 'true';
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
-  const obj = parsed as Record<string, unknown>;
-  const model = obj.model;
-  if (typeof model !== 'string' || model.length === 0) return undefined;
-  // A duplicate needs either a second literal "model" or an escaped key; most bodies have
-  // neither, and two native indexOf calls keep the scan off their path.
-  const first = text.indexOf('"model"');
-  if (first !== text.lastIndexOf('"model"') || text.includes('\\u')) {
-    if (countTopLevelKey(text, 'model') !== 1) return undefined;
-  }
-  return { model, stream: obj.stream === true, body: obj };
-}
-
-/**
- * Counts how often `name` is a key of the top-level object in valid JSON `text`, decoding
- * escaped key spellings. Nested objects and strings are skipped.
- */
-export function countTopLevelKey(text: string, name: string): number {
-  let depth = 0;
-  let found = 0;
-  let expectKey = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22 /* " */) {
-      const start = i;
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c /* \ */) i++;
-        else if (d === 0x22) break;
-      }
-      if (depth === 1 && expectKey) {
-        if (JSON.parse(text.slice(start, i + 1)) === name) found++;
-        expectKey = false;
-      }
-    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      depth++;
-      expectKey = depth === 1 && c === 0x7b;
-    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
-      depth--;
-    } else if (c === 0x2c /* , */ && depth === 1) {
-      expectKey = true;
-    }
-  }
-  return found;
+  return new RequestFacts(raw, model, stream, members);
 }

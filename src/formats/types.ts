@@ -2,6 +2,8 @@ import type { EventSourceMessage } from 'eventsource-parser';
 import type { Endpoint } from '../config/types.js';
 import type { LeverSpec } from './levers.js';
 import type { UsageSchema } from './usage-read.js';
+import type { RequestBody } from '../http/body.js';
+import type { RequestFacts } from './model.js';
 
 /**
  * Token counts normalised across formats. `input` counts every input token (cached reads,
@@ -93,7 +95,7 @@ export interface FormatAdapter {
    * For formats whose streams report usage only on request (Chat Completions): the body to send
    * instead so that the provider reports it, or undefined when the body already asks.
    */
-  streamUsageRequest?(facts: { stream: boolean; body: Record<string, unknown> }, raw: Buffer): Buffer | undefined;
+  streamUsageRequest?(facts: RequestFacts): RequestBody | undefined;
 }
 
 /** The decoded JSON string literal captured by `pattern`'s first group, or undefined. */

@@ -1,12 +1,130 @@
 import type { IncomingMessage } from 'node:http';
 
 export const TOO_LARGE = Symbol('too large');
+/** The inspector refused the body before its end (the rest is discarded as it arrives). */
+export const REFUSED = Symbol('refused');
+
+/** Sees each chunk of a body as it arrives; false refuses the body from that chunk on. */
+export interface BodyInspector {
+  write(chunk: Buffer): boolean;
+}
 
 /**
- * Reads the request body once, whole, up to `max` bytes. The same bytes are later forwarded
- * unchanged. Resolves to undefined when the client goes away first.
+ * Above this size a body that arrived in several chunks is handed to undici as its chunk list
+ * rather than joined: joining 30 MB is one copy of 30 MB on the event loop (3–20 ms measured
+ * here), joining 1 MiB about 0.1 ms.
  */
-export function readBody(req: IncomingMessage, max: number): Promise<Buffer | typeof TOO_LARGE | undefined> {
+const JOIN_LIMIT = 1024 * 1024;
+
+/**
+ * A request body as received: the socket's chunks, kept as they came (no copy), forwarded as
+ * the same bytes. Spans are absolute byte offsets.
+ */
+export class RequestBody {
+  constructor(readonly chunks: readonly Buffer[], readonly length: number) {}
+
+  static of(bytes: Buffer): RequestBody {
+    return new RequestBody([bytes], bytes.length);
+  }
+
+  /** Bytes [start, end): a view when they lie in one chunk, else a copy of just those bytes. */
+  slice(start: number, end: number): Buffer {
+    let at = 0;
+    for (let i = 0; i < this.chunks.length; i++) {
+      const chunk = this.chunks[i]!;
+      const next = at + chunk.length;
+      if (start < next) {
+        if (end <= next) return chunk.subarray(start - at, end - at);
+        const parts = [chunk.subarray(start - at)];
+        let copied = next - start;
+        for (let j = i + 1; copied < end - start; j++) {
+          const part = this.chunks[j]!.subarray(0, end - start - copied);
+          parts.push(part);
+          copied += part.length;
+        }
+        return Buffer.concat(parts, end - start);
+      }
+      at = next;
+    }
+    return Buffer.alloc(0);
+  }
+
+  /** The offset of the first `byte` in the body, or -1. */
+  indexOf(byte: number): number {
+    let at = 0;
+    for (const chunk of this.chunks) {
+      const i = chunk.indexOf(byte);
+      if (i !== -1) return at + i;
+      at += chunk.length;
+    }
+    return -1;
+  }
+
+  /** Whether `bytes` occur in the body, also across the boundary of two chunks. */
+  includes(bytes: Buffer): boolean {
+    const keep = bytes.length - 1;
+    let tail: Buffer = Buffer.alloc(0); // the last `keep` bytes before the current chunk
+    for (const chunk of this.chunks) {
+      if (chunk.includes(bytes)) return true;
+      if (keep === 0) continue;
+      if (tail.length > 0 && Buffer.concat([tail, chunk.subarray(0, keep)]).includes(bytes)) return true;
+      tail = chunk.length >= keep ? chunk.subarray(chunk.length - keep) : Buffer.concat([tail, chunk]).subarray(-keep);
+    }
+    return false;
+  }
+
+  /** Bytes [start, end) decoded as UTF-8 (the whole body by default). */
+  text(start = 0, end = this.length): string {
+    return this.slice(start, end).toString('utf8');
+  }
+
+  /** The body with bytes [start, end) replaced by `insert`; every other byte is shared, not copied. */
+  splice(start: number, end: number, insert: Buffer): RequestBody {
+    const chunks: Buffer[] = [];
+    let at = 0;
+    let inserted = false;
+    for (const chunk of this.chunks) {
+      const next = at + chunk.length;
+      if (next <= start || at >= end) {
+        if (at >= end && !inserted) {
+          chunks.push(insert);
+          inserted = true;
+        }
+        chunks.push(chunk);
+      } else {
+        if (at < start) chunks.push(chunk.subarray(0, start - at));
+        if (!inserted) {
+          chunks.push(insert);
+          inserted = true;
+        }
+        if (next > end) chunks.push(chunk.subarray(end - at));
+      }
+      at = next;
+    }
+    if (!inserted) chunks.push(insert);
+    return new RequestBody(chunks.filter((c) => c.length > 0), this.length - (end - start) + insert.length);
+  }
+
+  /**
+   * What undici is given: one Buffer, or for a large body in several chunks the chunk list
+   * itself (undici writes an iterable body chunk by chunk; the caller sends `content-length`).
+   */
+  forUpstream(): Buffer | readonly Buffer[] {
+    if (this.chunks.length === 1) return this.chunks[0]!;
+    if (this.length <= JOIN_LIMIT) return Buffer.concat(this.chunks as Buffer[], this.length);
+    return this.chunks;
+  }
+}
+
+/**
+ * Reads the request body once, up to `max` bytes, showing every chunk to `inspector` as it
+ * arrives, so that the work of reading a large body is spread over the turns its chunks arrive
+ * in. Resolves to the body (the same bytes are later forwarded), TOO_LARGE, REFUSED (the
+ * inspector said no), or undefined when the client goes away first. After TOO_LARGE or REFUSED
+ * the rest of the body is read and discarded, so the client can read the answer on a
+ * connection that stays usable.
+ */
+export function readBody(req: IncomingMessage, max: number, inspector: BodyInspector): Promise<RequestBody | typeof TOO_LARGE | typeof REFUSED | undefined> {
   return new Promise((resolve) => {
     const declared = Number(req.headers['content-length']);
     if (declared > max) {
@@ -16,18 +134,20 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer | ty
     }
     const chunks: Buffer[] = [];
     let size = 0;
+    const stop = (verdict: typeof TOO_LARGE | typeof REFUSED): void => {
+      req.off('data', onData);
+      chunks.length = 0;
+      req.resume();
+      resolve(verdict);
+    };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
-      if (size > max) {
-        req.off('data', onData);
-        req.resume();
-        resolve(TOO_LARGE);
-        return;
-      }
+      if (size > max) return stop(TOO_LARGE);
+      if (!inspector.write(chunk)) return stop(REFUSED);
       chunks.push(chunk);
     };
     req.on('data', onData);
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    req.once('end', () => resolve(new RequestBody(chunks, size)));
     req.once('error', () => resolve(undefined));
     req.once('aborted', () => resolve(undefined));
   });

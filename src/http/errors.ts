@@ -1,14 +1,16 @@
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import { noteCode } from '../observe/call.js';
 import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
 
 /**
  * The gateway's own errors: the spec's twelve, plus those of our own design where the spec
  * leaves the matter open: `request_too_large` (maximum size), `concurrency_limit_exceeded`
- * (per-key concurrency, interface.md), `store_unavailable` (the store failed: fail closed) and
+ * (per-key concurrency, interface.md), `store_unavailable` (the store failed: fail closed),
  * `internal_error` (a fault inside the gateway: a 500 of its own, so that a bug is never
- * reported as the provider's `upstream_unavailable`), and `unpriced_option` (a request using
- * a priced option the model's price cannot price).
+ * reported as the provider's `upstream_unavailable`), `unpriced_option` (a request using a
+ * priced option the model's price cannot price), and for requests Node's HTTP parser refuses
+ * before any route is known: `malformed_request`, `headers_too_large`, `request_timeout` (see
+ * http/client-error.ts).
  */
 export const GATEWAY_ERRORS = {
   missing_api_key: [401, 'invalid_request_error', 'No API key was provided. Send it as "Authorization: Bearer <key>" or in the "x-api-key" header.'],
@@ -28,6 +30,9 @@ export const GATEWAY_ERRORS = {
   store_unavailable: [503, 'api_error', 'The gateway cannot reach its store right now, so it cannot check or bill this call. Nothing was forwarded or billed. Retry shortly.'],
   internal_error: [500, 'api_error', 'The gateway failed while handling this request. Nothing was billed; quote the x-request-id when reporting it.'],
   unpriced_option: [400, 'invalid_request_error', 'This request uses an option that changes what the provider charges, and this gateway has no price for it on this model. Leave the option out, or ask the gateway\'s operator to price it.'],
+  malformed_request: [400, 'invalid_request_error', 'The request is not valid HTTP/1.1 (bad request line, header or body framing). A key pasted with a line break is a common cause.'],
+  headers_too_large: [431, 'invalid_request_error', 'The request headers are larger than this gateway accepts.'],
+  request_timeout: [408, 'invalid_request_error', 'The request did not arrive in time.'],
 } as const;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
@@ -73,4 +78,16 @@ export function sendError(res: ServerResponse, code: GatewayErrorCode, requestId
     : [...e.headers, 'x-request-id', requestId, 'retry-after', String(retryAfter)];
   res.writeHead(e.status, headers);
   res.end(e.body);
+}
+
+/**
+ * One of the gateway's errors as a whole HTTP/1.1 message, for the few places that answer on the
+ * bare socket because Node has no response object to give (its parser refused the request). The
+ * connection is closed after it: the stream of requests on it can no longer be trusted.
+ */
+export function rawErrorResponse(code: GatewayErrorCode, requestId: string): string {
+  const e = PREPARED.get(code)!;
+  let head = `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n`;
+  for (let i = 0; i < e.headers.length; i += 2) head += `${e.headers[i]}: ${e.headers[i + 1]}\r\n`;
+  return `${head}x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${e.body.toString('latin1')}`;
 }

@@ -5,6 +5,11 @@ import type { Hold } from '../store/lmdb.js';
 import type { KeyMode } from '../store/types.js';
 import { holdRates } from './charge.js';
 
+/** A request body's top-level members, each parsed only when read (formats/model.ts RequestFacts). */
+export interface TopLevelFields {
+  member(name: string): unknown;
+}
+
 /**
  * What a call holds against its account before it is forwarded: its worst case.
  *
@@ -25,7 +30,7 @@ import { holdRates } from './charge.js';
  * Should the call's process die before the call is settled, it is charged its input estimate
  * instead: a quarter of the bounded input (≈ 4 bytes of text per token), at the input price.
  */
-export function holdFor(format: FormatAdapter, model: Model, mode: KeyMode, body: Record<string, unknown>, bodyBytes: number, stream: boolean, at: number): Hold {
+export function holdFor(format: FormatAdapter, model: Model, mode: KeyMode, body: TopLevelFields, bodyBytes: number, stream: boolean, at: number): Hold {
   const input = model.contextWindow === null ? bodyBytes : Math.min(bodyBytes, model.contextWindow);
   const output = outputCap(format, model, body);
   const interruptedInputTokens = Math.ceil(input / 4);
@@ -43,14 +48,14 @@ export function holdFor(format: FormatAdapter, model: Model, mode: KeyMode, body
 }
 
 /** The output tokens a call may produce, from its body or else the model's default cap. */
-export function outputCap(format: FormatAdapter, model: Model, body: Record<string, unknown>): number {
+export function outputCap(format: FormatAdapter, model: Model, body: TopLevelFields): number {
   let cap = 0;
   for (const field of format.outputCapFields) {
-    const v = body[field];
+    const v = body.member(field);
     if (typeof v === 'number' && Number.isInteger(v) && v > cap) cap = v;
   }
   if (cap === 0) cap = model.maxOutputTokens;
-  const choices = format.choicesField === undefined ? undefined : body[format.choicesField];
+  const choices = format.choicesField === undefined ? undefined : body.member(format.choicesField);
   if (typeof choices === 'number' && Number.isInteger(choices) && choices > 1) cap *= choices;
   return Math.min(cap, MAX_OUTPUT_CAP);
 }

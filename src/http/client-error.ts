@@ -1,0 +1,40 @@
+import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { rawErrorResponse, type GatewayErrorCode } from './errors.js';
+import { nextRequestId } from './request-id.js';
+
+/**
+ * The server's 'clientError' hook: where Node's HTTP parser refuses a request (a header with a
+ * NUL or a folded line — a key pasted with its line break —, bad chunked framing, a head over
+ * `limits.maxHeaderBytes`) or a request misses its time limit, the client gets the gateway's
+ * error envelope instead of Node's bare status line, then the connection is closed.
+ *
+ * Nothing is written when the socket can no longer take it or when a response has begun and
+ * not ended: a status line in the middle of a response would corrupt it, so the connection is
+ * only closed. Node's own default (lib/_http_server.js, socketOnError) also closes without an
+ * answer when the response before has ended but is not yet flushed (a pipelined request after
+ * a refused one), losing that response's unsent bytes; here the answer follows it instead.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // `_httpMessage` is the response in progress on this socket, as Node's default handler reads it.
+  const inProgress = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  const midResponse = inProgress !== undefined && inProgress !== null && inProgress.headersSent && !inProgress.writableEnded;
+  if (err.code === 'ECONNRESET' || !socket.writable || midResponse) {
+    socket.destroy();
+    return;
+  }
+  socket.end(rawErrorResponse(codeFor(err), nextRequestId()), 'latin1');
+  // Close once the answer is flushed, whatever the client keeps sending.
+  (socket as Duplex & { destroySoon?: () => void }).destroySoon?.();
+}
+
+function codeFor(err: NodeJS.ErrnoException): GatewayErrorCode {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return 'headers_too_large';
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return 'request_timeout';
+    default:
+      return 'malformed_request';
+  }
+}
