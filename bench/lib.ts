@@ -327,6 +327,8 @@ export interface Tollgate extends Server {
 export interface TollgateOptions {
   /** Node flags placed before the CLI, such as --cpu-prof. */
   nodeFlags?: string[];
+  /** Another build's `dist/cli/main.js` (to compare with an earlier commit); default this checkout's. */
+  cli?: string;
   /** The config's `limits` section (for example a larger `upstreamConnections`). */
   limits?: Record<string, number>;
   /** Run this executable (the single binary, dist/tollgate) instead of `node dist/cli/main.js`. */
@@ -340,7 +342,7 @@ export interface TollgateOptions {
 export async function startTollgate(name: string, mockUrl: string, workers: number, options: TollgateOptions = {}): Promise<Tollgate> {
   const { nodeFlags = [], limits, executable } = options;
   // The binary is its own Node.js: no node flags, no script.
-  const cli = executable ? [] : [CLI];
+  const cli = executable ? [] : [options.cli ?? CLI];
   const dir = tempDir('tollgate-bench-');
   const configFile = join(dir, 'tollgate.config.json');
   const dataDir = join(dir, 'data');
