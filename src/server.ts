@@ -10,7 +10,7 @@ import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange } from './forward/exchange.js';
 import { buildUpstreams, closeUpstreams, type Upstream } from './forward/pools.js';
 import { readBody, REFUSED, TOO_LARGE } from './http/body.js';
-import { answerClientError } from './http/client-error.js';
+import { clientErrorHandler } from './http/client-error.js';
 import { Drain } from './http/drain.js';
 import { sendError, sendErrorSaying, type GatewayErrorCode } from './http/errors.js';
 import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } from './http/headers.js';
@@ -264,7 +264,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     requireHostHeader: false,
   }, onRequest);
   server.maxConnections = limits.maxConnections;
-  server.on('clientError', answerClientError);
+  server.on('clientError', clientErrorHandler(observer));
   // An `Expect` other than 100-continue is ignored, as RFC 9110 §10.1.1 allows, rather than
   // answered with Node's bare 417.
   server.on('checkExpectation', onRequest);

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { rawErrorResponse, type GatewayErrorCode } from './errors.js';
+import type { Observer } from '../observe/call.js';
+import { GATEWAY_ERRORS, rawErrorResponse, type GatewayErrorCode } from './errors.js';
 import { nextRequestId } from './request-id.js';
 
 /**
@@ -14,18 +15,24 @@ import { nextRequestId } from './request-id.js';
  * only closed. Node's own default (lib/_http_server.js, socketOnError) also closes without an
  * answer when the response before has ended but is not yet flushed (a pipelined request after
  * a refused one), losing that response's unsent bytes; here the answer follows it instead.
+ * Each answer is counted in the metrics and written to the access log like any other.
  */
-export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
-  // `_httpMessage` is the response in progress on this socket, as Node's default handler reads it.
-  const inProgress = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-  const midResponse = inProgress !== undefined && inProgress !== null && inProgress.headersSent && !inProgress.writableEnded;
-  if (err.code === 'ECONNRESET' || !socket.writable || midResponse) {
-    socket.destroy();
-    return;
-  }
-  socket.end(rawErrorResponse(codeFor(err), nextRequestId()), 'latin1');
-  // Close once the answer is flushed, whatever the client keeps sending.
-  (socket as Duplex & { destroySoon?: () => void }).destroySoon?.();
+export function clientErrorHandler(observer: Observer): (err: NodeJS.ErrnoException, socket: Duplex) => void {
+  return (err, socket) => {
+    // `_httpMessage` is the response in progress on this socket, as Node's default handler reads it.
+    const inProgress = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    const midResponse = inProgress !== undefined && inProgress !== null && inProgress.headersSent && !inProgress.writableEnded;
+    if (err.code === 'ECONNRESET' || !socket.writable || midResponse) {
+      socket.destroy();
+      return;
+    }
+    const code = codeFor(err);
+    const requestId = nextRequestId();
+    socket.end(rawErrorResponse(code, requestId), 'latin1');
+    // Close once the answer is flushed, whatever the client keeps sending.
+    (socket as Duplex & { destroySoon?: () => void }).destroySoon?.();
+    observer.refused(requestId, GATEWAY_ERRORS[code][0], code);
+  };
 }
 
 function codeFor(err: NodeJS.ErrnoException): GatewayErrorCode {

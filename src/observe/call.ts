@@ -90,6 +90,18 @@ export class Observer {
     });
   }
 
+  /**
+   * An answer given where Node's parser refused the request (http/client-error.ts): there is no
+   * response object to watch, so it is counted and logged here, as it is sent.
+   */
+  refused(requestId: string, status: number, code: string): void {
+    this.metrics?.finished({ surface: SURFACE_NONE, endpoint: ENDPOINT_OTHER, status, code, stream: false, durationSeconds: 0, costNano: 0, tokens: null });
+    this.accessLog?.write({
+      time: new Date().toISOString(), requestId, keyPrefix: null, surface: SURFACES[SURFACE_NONE]!, endpoint: ENDPOINT_LABELS[ENDPOINT_OTHER]!,
+      model: null, status, code, stream: false, inputTokens: 0, outputTokens: 0, costUsd: null, tokensCharged: 0, durationMs: 0, clientGone: false,
+    });
+  }
+
   firstByte(call: Call): void {
     if (this.metrics !== null && call.provider !== null) this.metrics.upstreamFirstByte(call.provider, (performance.now() - call.dispatchedAt) / 1000);
   }
