@@ -116,15 +116,117 @@ export class RequestBody {
   }
 }
 
+type BodyOutcome = RequestBody | typeof TOO_LARGE | typeof REFUSED | undefined;
+
+/**
+ * Bytes of request bodies shown to inspectors per turn of the event loop, across all requests.
+ * libuv reads up to 32 × 64 KiB from each ready socket in one poll phase: ten large bodies
+ * arriving at once put 20 MB before the next timer, ≈ 60 ms of scanning in one turn, and every
+ * other caller waited that long (bench/hostile-body.ts). Past this budget a chunk waits for the
+ * next turn (setImmediate, after the other callers' I/O); a small body is scanned at once.
+ */
+const TURN_BUDGET = 256 * 1024;
+
+/** The scanning work of the current turn, shared by every body being read. */
+const turn = {
+  spent: 0,
+  /** Bodies with chunks waiting for budget, served in turn, one chunk at a time. */
+  waiting: [] as BodyRead[],
+  scheduled: false,
+};
+
+/** The next turn resets the budget and serves the bodies waiting for it. */
+function schedule(): void {
+  if (!turn.scheduled) {
+    turn.scheduled = true;
+    setImmediate(nextTurn);
+  }
+}
+
+function nextTurn(): void {
+  turn.scheduled = false;
+  turn.spent = 0;
+  const waiting = turn.waiting;
+  while (waiting.length > 0 && turn.spent < TURN_BUDGET) {
+    const read = waiting.shift()!;
+    if (read.scanNext() && read.unscanned.length > 0) waiting.push(read);
+  }
+  if (waiting.length > 0 || turn.spent > 0) schedule();
+}
+
+/** One body being read: every chunk kept, each shown to the inspector in order. */
+class BodyRead {
+  readonly chunks: Buffer[] = [];
+  size = 0;
+  /** Chunks kept but not yet shown to the inspector (waiting for a turn with budget left). */
+  readonly unscanned: Buffer[] = [];
+  private ended = false;
+  private done = false;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly max: number,
+    private readonly inspector: BodyInspector,
+    private readonly resolve: (outcome: BodyOutcome) => void,
+  ) {}
+
+  data(chunk: Buffer): void {
+    if (this.done) return;
+    this.size += chunk.length;
+    if (this.size > this.max) return this.stop(TOO_LARGE);
+    this.chunks.push(chunk);
+    schedule();
+    if (this.unscanned.length === 0 && turn.spent < TURN_BUDGET) {
+      turn.spent += chunk.length;
+      if (!this.inspector.write(chunk)) this.stop(REFUSED);
+      return;
+    }
+    this.unscanned.push(chunk);
+    if (this.unscanned.length === 1) turn.waiting.push(this);
+  }
+
+  end(): void {
+    this.ended = true;
+    if (this.unscanned.length === 0) this.finish(new RequestBody(this.chunks, this.size));
+  }
+
+  /** Shows the next waiting chunk to the inspector; false once this read is over. */
+  scanNext(): boolean {
+    if (this.done) return false;
+    const chunk = this.unscanned.shift()!;
+    turn.spent += chunk.length;
+    if (!this.inspector.write(chunk)) {
+      this.stop(REFUSED);
+      return false;
+    }
+    if (this.unscanned.length === 0 && this.ended) this.finish(new RequestBody(this.chunks, this.size));
+    return true;
+  }
+
+  finish(outcome: BodyOutcome): void {
+    if (this.done) return;
+    this.done = true;
+    this.unscanned.length = 0;
+    this.resolve(outcome);
+  }
+
+  /** Refused before the end: the rest is read and dropped, so the connection stays usable. */
+  private stop(verdict: typeof TOO_LARGE | typeof REFUSED): void {
+    this.chunks.length = 0;
+    this.req.resume();
+    this.finish(verdict);
+  }
+}
+
 /**
  * Reads the request body once, up to `max` bytes, showing every chunk to `inspector` as it
- * arrives, so that the work of reading a large body is spread over the turns its chunks arrive
- * in. Resolves to the body (the same bytes are later forwarded), TOO_LARGE, REFUSED (the
- * inspector said no), or undefined when the client goes away first. After TOO_LARGE or REFUSED
- * the rest of the body is read and discarded, so the client can read the answer on a
- * connection that stays usable.
+ * arrives (within the turn's scanning budget), so that the work of reading a large body is
+ * spread over the turns its chunks arrive in. Resolves to the body (the same bytes are later
+ * forwarded), TOO_LARGE, REFUSED (the inspector said no), or undefined when the client goes away
+ * first. After TOO_LARGE or REFUSED the rest of the body is read and discarded, so the client
+ * can read the answer on a connection that stays usable.
  */
-export function readBody(req: IncomingMessage, max: number, inspector: BodyInspector): Promise<RequestBody | typeof TOO_LARGE | typeof REFUSED | undefined> {
+export function readBody(req: IncomingMessage, max: number, inspector: BodyInspector): Promise<BodyOutcome> {
   return new Promise((resolve) => {
     const declared = Number(req.headers['content-length']);
     if (declared > max) {
@@ -132,23 +234,10 @@ export function readBody(req: IncomingMessage, max: number, inspector: BodyInspe
       resolve(TOO_LARGE);
       return;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const stop = (verdict: typeof TOO_LARGE | typeof REFUSED): void => {
-      req.off('data', onData);
-      chunks.length = 0;
-      req.resume();
-      resolve(verdict);
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > max) return stop(TOO_LARGE);
-      if (!inspector.write(chunk)) return stop(REFUSED);
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(new RequestBody(chunks, size)));
-    req.once('error', () => resolve(undefined));
-    req.once('aborted', () => resolve(undefined));
+    const read = new BodyRead(req, max, inspector, resolve);
+    req.on('data', (chunk: Buffer) => read.data(chunk));
+    req.once('end', () => read.end());
+    req.once('error', () => read.finish(undefined));
+    req.once('aborted', () => read.finish(undefined));
   });
 }
