@@ -50,15 +50,15 @@ const SCENARIOS: Scenario[] = [
   { name: '10 × 30 MB nested 15,000,000 deep (400)', body: () => nested(MB30), heavyForBaseline: true },
 ];
 
-interface Row { scenario: string; target: string; statuses: string; maxMs: number; p99Ms: number; calls: number; callP50: number; callMax: number; seconds: number }
+interface Row { scenario: string; target: string; statuses: string; maxMs: number; p99Ms: number; gcMaxMs: number; gcTotalMs: number; calls: number; callP50: number; callMax: number; seconds: number }
 
 /** Sends SIGUSR2 and returns the loop-delay report the preload writes in answer. */
-async function loopDelay(server: Tollgate): Promise<{ max: number; p99: number }> {
+async function loopDelay(server: Tollgate): Promise<{ max: number; p99: number; gcMax: number; gcTotal: number }> {
   const before = server.log().split('loop-delay ').length;
   server.proc.kill('SIGUSR2');
   for (let i = 0; i < 500; i++) {
     const parts = server.log().split('loop-delay ');
-    if (parts.length > before) return JSON.parse(parts.at(-1)!.split('\n')[0]!) as { max: number; p99: number };
+    if (parts.length > before) return JSON.parse(parts.at(-1)!.split('\n')[0]!) as { max: number; p99: number; gcMax: number; gcTotal: number };
     await new Promise((r) => setTimeout(r, 10));
   }
   throw new Error(`${server.name}: no loop-delay report`);
@@ -105,6 +105,8 @@ async function run(server: Tollgate, scenario: Scenario): Promise<Row> {
     statuses: [...counts].map(([s, n]) => `${n}×${s}`).join(' ') || '–',
     maxMs: delay.max,
     p99Ms: delay.p99,
+    gcMaxMs: delay.gcMax,
+    gcTotalMs: delay.gcTotal,
     calls: latencies.length,
     callP50: median(latencies),
     callMax: quantile(latencies, 1),
@@ -130,9 +132,9 @@ await runMain('hostile-body', async () => {
     }
   }
   const f = (n: number, d = 1): string => (Number.isFinite(n) ? n.toFixed(d) : '–');
-  process.stdout.write('\n| scenario | build | answers | event-loop delay max / p99 (ms) | small calls meanwhile: count, p50 / max (ms) | wall (s) |\n|---|---|---|---|---|---|\n');
+  process.stdout.write('\n| scenario | build | answers | event-loop delay max / p99 (ms) | GC pause max / total (ms) | small calls meanwhile: count, p50 / max (ms) | wall (s) |\n|---|---|---|---|---|---|---|\n');
   for (const r of rows) {
-    process.stdout.write(`| ${r.scenario} | ${r.target} | ${r.statuses} | ${f(r.maxMs)} / ${f(r.p99Ms)} | ${r.calls}, ${f(r.callP50)} / ${f(r.callMax)} | ${f(r.seconds, 2)} |\n`);
+    process.stdout.write(`| ${r.scenario} | ${r.target} | ${r.statuses} | ${f(r.maxMs)} / ${f(r.p99Ms)} | ${f(r.gcMaxMs)} / ${f(r.gcTotalMs, 0)} | ${r.calls}, ${f(r.callP50)} / ${f(r.callMax)} | ${f(r.seconds, 2)} |\n`);
   }
   return true;
 });
