@@ -177,7 +177,7 @@ t.test('request facts: model, stream and other members read from the spans, the 
   t.equal(requestFacts(RequestBody.of(Buffer.from(streamFalse)), s)!.stream, false, 'only the literal true asks for a stream');
 });
 
-t.test('request body: splices share the bytes around them', async (t) => {
+t.test('request body: splices share the bytes around them; searches see across chunks', async (t) => {
   const chunks = ['{"a":', '1,"b":[2', ',3]}'].map((c) => Buffer.from(c));
   const body = new RequestBody(chunks, 17);
   t.equal(body.text(), '{"a":1,"b":[2,3]}');
@@ -187,4 +187,7 @@ t.test('request body: splices share the bytes around them', async (t) => {
   const replaced = body.splice(5, 6, Buffer.from('42'));
   t.same([replaced.text(), replaced.length], ['{"a":42,"b":[2,3]}', 18]);
   t.equal(body.indexOf(0x5b), 11);
+  t.ok(body.includes(Buffer.from('a":1,"b":[2,3')), 'a byte string across three chunks is found');
+  t.ok(body.includes(Buffer.from('":1')), 'and one across one chunk boundary');
+  t.notOk(body.includes(Buffer.from('"c"')), 'and an absent one is not');
 });
