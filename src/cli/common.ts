@@ -2,7 +2,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { Config } from '../config/types.js';
-import { Store } from '../store/lmdb.js';
+import { openStore as openBackend, type StorePlan } from '../store/open.js';
+import type { GatewayStore } from '../store/store.js';
 
 /** Bad usage: exit code 2 with this one line on stderr. */
 export class UsageError extends Error {}
@@ -67,8 +68,14 @@ export function dataDirFrom(values: Parsed['values'], config: Config): string {
   return dir === undefined ? config.dataDir : resolve(dir);
 }
 
-export function openStore(values: Parsed['values'], config: Config): Store {
-  return Store.open(dataDirFrom(values, config));
+/** Which store a command opens: the LMDB environment in the data directory. */
+export function storePlanFrom(values: Parsed['values'], config: Config): StorePlan {
+  return { backend: 'lmdb', dataDir: dataDirFrom(values, config) };
+}
+
+/** The store of an issuer command (LMDB opened with fsync on every commit: the CLI's changes are on disk when it returns). */
+export function openStore(values: Parsed['values'], config: Config): Promise<GatewayStore> {
+  return openBackend(storePlanFrom(values, config));
 }
 
 /** A whole number within bounds, from a flag's text. */
