@@ -13,7 +13,8 @@ ${AUDIT_USAGE}
 tollgate demo
 tollgate --version
 
-Every command takes --config FILE and --data DIR (or TOLLGATE_CONFIG, TOLLGATE_DATA_DIR).`;
+Every command takes --config FILE and --data DIR (or TOLLGATE_CONFIG, TOLLGATE_DATA_DIR), and
+--redis URL (or TOLLGATE_REDIS_URL, or storage.backend "redis" in the config) to use Redis instead.`;
 
 async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv;

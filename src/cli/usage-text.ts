@@ -1,6 +1,6 @@
 /** The usage lines of each command, kept apart so `tollgate help` loads no command module. */
 
-export const SERVE_USAGE = 'tollgate serve [--config FILE] [--host H] [--port N] [--data DIR] [--workers N] [--admin-port N]';
+export const SERVE_USAGE = 'tollgate serve [--config FILE] [--host H] [--port N] [--data DIR] [--redis URL] [--workers N] [--admin-port N]';
 
 export const KEYS_USAGE = `tollgate keys create --mode credit --balance USD  [--models ID,ID…] [--rpm N] [--concurrency N] [--expires ISO-8601] [--name TEXT] [--json]
 tollgate keys create --mode token  --budget TOKENS [--models ID,ID…] [--rpm N] [--concurrency N] [--expires ISO-8601] [--name TEXT] [--json]
@@ -22,4 +22,5 @@ With --admin-url URL (or TOLLGATE_ADMIN_URL) the command goes through that admin
 
 export const AUDIT_USAGE = `tollgate audit [--key KEY-REF] [--json]
 Every issuer change (keys, models), oldest first: when, what, which key, by whom.`;
+
 
