@@ -10,8 +10,7 @@ import { log } from '../log.js';
 import { stdoutAccessLog } from '../observe/access-log.js';
 import { answerClusterMetricRequests, clusterMetrics, Metrics } from '../observe/metrics.js';
 import { configFrom, parse, storePlanFrom, UsageError, wholeNumber } from './common.js';
-import { assertFixedLmdbBinding } from '../store/binding.js';
-import { openStore, type StorePlan } from '../store/open.js';
+import { checkLmdbBinding, openStore, type StorePlan } from '../store/open.js';
 import type { GatewayStore } from '../store/store.js';
 import { RetentionSweeper } from '../store/retention.js';
 import { SERVE_USAGE } from './usage-text.js';
@@ -58,7 +57,7 @@ export async function serveCommand(args: string[]): Promise<void> {
     : null;
 
   if (workers > 1 && cluster.isPrimary) {
-    if (plan.backend === 'lmdb') assertFixedLmdbBinding(); // once, here, rather than once per worker that would fail on it
+    if (plan.backend === 'lmdb') await checkLmdbBinding(); // once, here, rather than once per worker that would fail on it
     warnUnusableProviders(config);
     return runPrimary(workers, config, plan, admin);
   }

@@ -12,3 +12,13 @@ export async function openStore(plan: StorePlan, options: StoreOptions = {}): Pr
   if (plan.backend === 'redis') return (await import('./redis.js')).RedisStore.open(plan.url);
   return (await import('./lmdb.js')).Store.open(plan.dataDir, options);
 }
+
+/**
+ * Checks the LMDB binding without opening an environment (serve --workers: once in the primary,
+ * rather than once per worker). lmdb-js is loaded first: in the single binary, loading it is
+ * what loads the embedded binding the check looks for.
+ */
+export async function checkLmdbBinding(): Promise<void> {
+  await import('./lmdb.js');
+  (await import('./binding.js')).assertFixedLmdbBinding();
+}
