@@ -347,6 +347,8 @@ export interface TollgateOptions {
   limits?: Record<string, number>;
   /** Run this executable (the single binary, dist/tollgate) instead of `node dist/cli/main.js`. */
   executable?: string;
+  /** More environment for the key's creation and the server (TOLLGATE_REDIS_URL: the Redis backend). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -376,10 +378,10 @@ export async function startTollgate(name: string, mockUrl: string, workers: numb
     ...(process.env.BENCH_ACCESS_LOG === 'off' ? { log: { access: false } } : {}),
   }, null, 2));
   const common = ['--config', configFile, '--data', dataDir];
-  const created = JSON.parse(await runNode([...cli, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common], {}, executable)) as { key: string };
+  const created = JSON.parse(await runNode([...cli, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common], options.env ?? {}, executable)) as { key: string };
   const args = [...(executable ? [] : nodeFlags), ...cli, 'serve', ...common, '--host', HOST, '--port', '0'];
   if (workers > 1) args.push('--workers', String(workers));
-  const env = { OPENAI_API_KEY: 'sk-bench-openai', ANTHROPIC_API_KEY: 'sk-bench-anthropic', TOLLGATE_QUIET: '1' };
+  const env = { OPENAI_API_KEY: 'sk-bench-openai', ANTHROPIC_API_KEY: 'sk-bench-anthropic', TOLLGATE_QUIET: '1', ...options.env };
   const server = await spawnServer(name, args, env, undefined, executable);
   let workerPids = [server.pid];
   if (workers > 1) {

@@ -8,6 +8,9 @@
  *   npm run bench -- --binary     also the single binary (dist/tollgate, `npm run build:binary`),
  *                                 one process, as a fifth target
  *
+ * Then, after the table, tollgate on Redis (bench/redis-row.ts) against the bare proxy, unless
+ * BENCH_REDIS=0.
+ *
  * Environment: BENCH_DURATION (s per autocannon run), BENCH_ROUNDS, BENCH_CONNECTIONS (comma
  * list), BENCH_STREAM_SAMPLES (streamed requests per target per round), BENCH_WARMUP (s),
  * BENCH_WORKERS (the second tollgate's --workers), BENCH_QUICK=1 (same as --quick),
@@ -20,6 +23,7 @@ import {
   CHAT_PATH, cpuMs, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, ROOT, startBareProxy,
   runMain, runNode, startMock, startTollgate, STREAM_BODY, StreamClient, type LoadResult,
 } from './lib.js';
+import { redisRow } from './redis-row.js';
 
 // ── settings ────────────────────────────────────────────────────────────────
 
@@ -146,6 +150,10 @@ async function main(): Promise<void> {
   }
 
   report(targets, memory);
+  if (process.env.BENCH_REDIS !== '0') {
+    const lines = await redisRow(mock.url, bare.url, settings, progress);
+    process.stdout.write(`\n${lines.join('\n')}\n`);
+  }
 }
 
 // ── checks ──────────────────────────────────────────────────────────────────
