@@ -9,6 +9,7 @@ import { fundsRefusal, keyRefusal } from '../admit/admit.js';
 import type { GatewayErrorCode } from '../http/errors.js';
 import { accountToRow, keyToRow, rowToAccount, rowToKey, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type UsageRow } from './rows.js';
 import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldListener, NewKey } from './store.js';
+import { PendingAudit } from './store.js';
 import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type UsageRecord } from './types.js';
 
 const WINDOW_MS = 60_000;
@@ -647,7 +648,7 @@ export class Store implements GatewayStore {
   // the change itself, so a change is never without its entry, nor an entry without its change.
 
   private auditDb: Database<AuditRow, [number, string]> | null = null;
-  private auditNext: ((result: unknown) => AuditEntry | undefined) | null = null;
+  private readonly pendingAudit = new PendingAudit();
   private auditSeq = 0;
 
   private get audit(): Database<AuditRow, [number, string]> {
@@ -655,20 +656,13 @@ export class Store implements GatewayStore {
   }
 
   /** Runs an issuer change (one of the methods above) and records `entry(result)` with it. */
-  async audited<T>(entry: (result: T) => AuditEntry | undefined, change: () => Promise<T>): Promise<T> {
-    this.auditNext = entry as (result: unknown) => AuditEntry | undefined;
-    try {
-      return await change();
-    } finally {
-      this.auditNext = null;
-    }
+  audited<T>(entry: (result: T) => AuditEntry | undefined, change: () => Promise<T>): Promise<T> {
+    return this.pendingAudit.around(entry, change);
   }
 
   /** Inside writeNow's transaction: the pending audit entry for this change's result. */
   private auditedResult<T>(result: T): T {
-    const make = this.auditNext;
-    this.auditNext = null;
-    const e = make?.(result);
+    const e = this.pendingAudit.take()?.(result);
     if (e !== undefined) {
       this.audit.put([e.at, `${process.pid.toString(36)}.${(this.auditSeq++).toString(36)}`], [e.at, e.action, e.keyId, e.actor, e.address, JSON.stringify(e.detail)]);
     }

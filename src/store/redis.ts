@@ -7,6 +7,7 @@ import { rowToUsage, usageToRow } from './rows.js';
 import { ADMIT, CREATE, FORGET, HOLD, ORPHAN, RELEASE, SETTLE, SWITCH, TOPUP, UPDATE } from './redis-scripts.js';
 import type { StoreDump } from './lmdb.js';
 import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldListener, NewKey } from './store.js';
+import { PendingAudit } from './store.js';
 import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type UsageRecord } from './types.js';
 
 /**
@@ -81,7 +82,7 @@ export class RedisStore implements GatewayStore {
   private healthy = true;
   /** Releases and settlements whose reply was lost, tried again until Redis has them (each is idempotent). */
   private retries: Array<() => Promise<unknown>> = [];
-  private auditNext: ((result: unknown) => AuditEntry | undefined) | null = null;
+  private readonly pendingAudit = new PendingAudit();
   private auditSeq = 0;
   private readonly s: Scripts;
 
@@ -435,8 +436,7 @@ export class RedisStore implements GatewayStore {
   }
 
   async updateKey(id: string, change: (key: KeyRecord) => KeyRecord): Promise<KeyRecord | undefined> {
-    const make = this.auditNext;
-    this.auditNext = null;
+    const make = this.pendingAudit.take();
     const hash = await this.client.hget(IDS, id);
     if (hash === null) return undefined;
     for (;;) {
@@ -450,9 +450,7 @@ export class RedisStore implements GatewayStore {
   }
 
   async topUp(accountId: string, amount: number): Promise<Account | undefined> {
-    const make = this.auditNext;
-    this.auditNext = null;
-    const e = make?.(undefined);
+    const e = this.pendingAudit.take()?.(undefined);
     // The entry goes to the audit trail of the key it names (in the account's slot).
     const hash = e?.keyId ? await this.client.hget(IDS, e.keyId) : null;
     const auditList = hash === null ? auditName(accountId) : auditName(hash);
@@ -470,20 +468,13 @@ export class RedisStore implements GatewayStore {
     return true;
   }
 
-  async audited<T>(entry: (result: T) => AuditEntry | undefined, change: () => Promise<T>): Promise<T> {
-    this.auditNext = entry as (result: unknown) => AuditEntry | undefined;
-    try {
-      return await change();
-    } finally {
-      this.auditNext = null;
-    }
+  audited<T>(entry: (result: T) => AuditEntry | undefined, change: () => Promise<T>): Promise<T> {
+    return this.pendingAudit.around(entry, change);
   }
 
   /** The pending audit entry for this change's result, as the JSON its script stores ('' for none). */
   private takeAudit(result: unknown): string {
-    const make = this.auditNext;
-    this.auditNext = null;
-    return this.auditJson(make?.(result));
+    return this.auditJson(this.pendingAudit.take()?.(result));
   }
 
   private auditJson(e: AuditEntry | undefined): string {

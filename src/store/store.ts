@@ -13,18 +13,11 @@ import type { Account, DailyTotals, KeyMode, KeyRecord, UsageRecord } from './ty
  * promises: they are not on the hot path.
  */
 
-export interface NewKey {
-  hash: string;
-  prefix: string;
-  name: string | null;
-  mode: KeyMode;
-  models: string[] | null;
-  rpm: number | null;
-  expiresAt: number | null;
-  concurrency: number | null;
+/** A key to create: its record's issuer-set fields, and its opening amount. */
+export type NewKey = Pick<KeyRecord, 'hash' | 'prefix' | 'name' | 'mode' | 'models' | 'rpm' | 'expiresAt' | 'concurrency'> & {
   /** Opening balance (nUSD) for credit keys, budget (tokens) for token keys. */
   amount: number;
-}
+};
 
 /** The charge a finished request makes on its key's account. */
 export interface Charge { nano: number; tokens: number }
@@ -105,6 +98,34 @@ export interface Ledger {
    * server starts listening after it); calling it again returns the same promise.
    */
   serveCalls(): Promise<void>;
+}
+
+/**
+ * The audit entry an issuer change is to write with itself, for both backends: `audited()` sets
+ * how to make it from the change's result, and the store method making the change takes it, once,
+ * and writes it in the same transaction or script as the change.
+ */
+export class PendingAudit {
+  private make: ((result: unknown) => AuditEntry | undefined) | null = null;
+
+  async around<T>(entry: (result: T) => AuditEntry | undefined, change: () => Promise<T>): Promise<T> {
+    this.make = entry as (result: unknown) => AuditEntry | undefined;
+    try {
+      return await change();
+    } finally {
+      this.make = null;
+    }
+  }
+
+  /**
+   * How to make the pending entry from the change's result (null when none is pending), taken
+   * once, synchronously, before the change's first await.
+   */
+  take(): ((result: unknown) => AuditEntry | undefined) | null {
+    const make = this.make;
+    this.make = null;
+    return make;
+  }
 }
 
 /** One issuer change: when, what, which key, by whom (never a secret). */
