@@ -358,7 +358,8 @@ export interface TollgateOptions {
 export async function startTollgate(name: string, mockUrl: string, workers: number, options: TollgateOptions = {}): Promise<Tollgate> {
   const { nodeFlags = [], limits, executable } = options;
   // The binary is its own Node.js: no node flags, no script.
-  const cli = executable ? [] : [options.cli ?? CLI];
+  // BENCH_CLI: another build's dist/cli/main.js as tollgate (to compare before and after a change).
+  const cli = executable ? [] : [options.cli ?? (process.env.BENCH_CLI || CLI)];
   const dir = tempDir('tollgate-bench-');
   const configFile = join(dir, 'tollgate.config.json');
   const dataDir = join(dir, 'data');
