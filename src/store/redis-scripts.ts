@@ -52,9 +52,13 @@ end
 `;
 
 /**
- * Steps 3–7 in one round trip.
- * KEYS: key record, rate window, calls in flight [, owner index]
+ * Steps 3–7 in one round trip; with a model (ARGV[5]), also steps 9 and 10 and the hold, for a
+ * call whose hold was computed before its admission (Admission.admitHolding): what HOLD does,
+ * in the same script, so that the call costs one round trip before it is forwarded.
+ * KEYS: key record, rate window, calls in flight [, owner index, model switches]
  * ARGV: surface, call id, owner, owner-index member
+ *   [, model, enabled by default (0|1), the call's entry without a, k, h, ic and its closing
+ *      brace, credit hold, credit interrupted charge, token hold, token interrupted charge]
  * → { refusal code or '', retry-after seconds, key record JSON or false }
  */
 export const ADMIT = `${COMMON}
@@ -67,7 +71,8 @@ if key.status ~= 'active' then return {'key_suspended', 0, raw} end
 local expires = val(key.expiresAt)
 if expires and now > expires then return {'key_expired', 0, raw} end
 if key.mode ~= ARGV[1] then return {'invalid_api_key', 0, raw} end
-local refusal = short(redis.call('HMGET', acct(key.account), 'm', 'bal', 'bud', 'used', 'held'))
+local a = redis.call('HMGET', acct(key.account), 'm', 'bal', 'bud', 'used', 'held')
+local refusal = short(a)
 if refusal then return {refusal, 0, raw} end
 local rpm = val(key.rpm)
 local conc = val(key.concurrency)
@@ -80,16 +85,39 @@ if rpm then
   if not start or now >= start + 60000 then start = now; count = 0 end
   if count >= rpm then return {'rate_limit_exceeded', math.max(1, math.ceil((start + 60000 - now) / 1000)), raw} end
 end
-if conc then
-  if redis.call('HLEN', KEYS[3]) >= conc then return {'concurrency_limit_exceeded', 1, raw} end
-  redis.call('HSET', KEYS[3], ARGV[2], cjson.encode({o = ARGV[3], p = 0, a = key.account, at = int(now), h = '0'}))
-  if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[4]) end
-end
+if conc and redis.call('HLEN', KEYS[3]) >= conc then return {'concurrency_limit_exceeded', 1, raw} end
 if rpm then
   redis.call('HSET', KEYS[2], 's', int(start), 'n', int(count + 1))
   -- Kept a minute past the window's end: a window that expired is a new window anyway.
   redis.call('PEXPIREAT', KEYS[2], int(start + 120000))
 end
+local model = ARGV[5]
+if not model then
+  if conc then
+    redis.call('HSET', KEYS[3], ARGV[2], cjson.encode({o = ARGV[3], p = 0, a = key.account, at = int(now), h = '0'}))
+    if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[4]) end
+  end
+  return {'', 0, raw}
+end
+-- Admitted (the rate window counts the call, as it counts one refused after step 7); the
+-- refusals below take no slot and place no hold.
+local models = val(key.models)
+if models and #models > 0 then
+  local listed = false
+  for i = 1, #models do if models[i] == model then listed = true; break end end
+  if not listed then return {'model_not_allowed', 0, raw} end
+end
+if KEYS[5] then
+  local sw = redis.call('HGET', KEYS[5], model)
+  if not (sw == '1' or (not sw and ARGV[6] == '1')) then return {'model_not_available', 0, raw} end
+end
+-- The funds were checked above, in this same script: the hold is placed at once.
+local credit = key.mode == 'credit'
+local held = credit and ARGV[8] or ARGV[10]
+if a[1] and held ~= '0' then redis.call('HINCRBY', acct(key.account), 'held', held) end
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[7] .. ',"a":' .. cjson.encode(key.account) .. ',"k":' .. cjson.encode(key.id)
+  .. ',"h":"' .. held .. '","ic":"' .. (credit and ARGV[9] or ARGV[11]) .. '"}')
+if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[4]) end
 return {'', 0, raw}
 `;
 

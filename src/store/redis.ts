@@ -6,7 +6,7 @@ import { log } from '../log.js';
 import { rowToUsage, usageToRow } from './rows.js';
 import { ADMIT, CREATE, FORGET, HOLD, ORPHAN, RELEASE, SETTLE, SWITCH, TOPUP, UPDATE } from './redis-scripts.js';
 import type { StoreDump } from './lmdb.js';
-import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldListener, NewKey } from './store.js';
+import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldEitherWay, HoldListener, NewKey } from './store.js';
 import { PendingAudit } from './store.js';
 import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type UsageRecord } from './types.js';
 
@@ -156,7 +156,7 @@ export class RedisStore implements GatewayStore {
     // no slot are in KEYS too; a Cluster: sent beside.
     const extra = single ? 1 : 0;
     const scripts: Array<[string, string, number]> = [
-      ['tgAdmit', ADMIT, 3 + extra], ['tgHold', HOLD, 2 + 2 * extra], ['tgRelease', RELEASE, 1 + extra], ['tgSettle', SETTLE, 5 + extra], ['tgOrphan', ORPHAN, 5 + extra],
+      ['tgAdmit', ADMIT, 3 + 2 * extra], ['tgHold', HOLD, 2 + 2 * extra], ['tgRelease', RELEASE, 1 + extra], ['tgSettle', SETTLE, 5 + extra], ['tgOrphan', ORPHAN, 5 + extra],
       ['tgCreate', CREATE, 3], ['tgUpdate', UPDATE, 2], ['tgTopup', TOPUP, 2], ['tgSwitch', SWITCH, 2], ['tgForget', FORGET, 2],
     ];
     for (const [name, lua, numberOfKeys] of scripts) client.defineCommand(name, { lua, numberOfKeys });
@@ -182,7 +182,7 @@ export class RedisStore implements GatewayStore {
   admit(hash: string, surface: KeyMode, callId: string, done: AdmissionListener): void {
     const ownerMember = `${hash} ${callId}`;
     const keys = [keyName(hash), rateName(hash), callsName(hash)];
-    if (this.single) keys.push(ownerCalls(this.owner ?? NO_OWNER));
+    if (this.single) keys.push(ownerCalls(this.owner ?? NO_OWNER), SWITCHES);
     this.s.tgAdmit(...keys, surface, callId, this.owner ?? '', ownerMember).then((reply) => {
       const [code, retryAfter, raw] = reply as [string, number, string | null];
       const key = raw ? (JSON.parse(raw) as KeyRecord) : undefined;
@@ -195,6 +195,48 @@ export class RedisStore implements GatewayStore {
       this.releaseByHash(hash, callId);
       safely(() => done(undefined, 'store_unavailable', 0));
     });
+  }
+
+  admitHolding(hash: string, surface: KeyMode, callId: string, hold: HoldEitherWay, done: AdmissionListener): void {
+    const { credit, token } = hold;
+    const owner = this.owner ?? '';
+    const ownerMember = `${hash} ${callId}`;
+    const keys = [keyName(hash), rateName(hash), callsName(hash)];
+    let switchBeside: Promise<string | null> | null = null;
+    if (this.single) keys.push(ownerCalls(this.owner ?? NO_OWNER), SWITCHES);
+    else {
+      // On a Cluster the switch and the owner index are in other slots: sent in the same turn,
+      // so they travel in the same round trip (the index entry is taken back if nothing is held).
+      if (this.owner !== null) void this.client.sadd(ownerCalls(this.owner), ownerMember).catch(() => undefined);
+      switchBeside = this.client.hget(SWITCHES, credit.model);
+    }
+    // The call's entry (CallEntry) but for what the key decides (account, key id, hold,
+    // interrupted charge), which the script adds.
+    const entry = `{"o":${JSON.stringify(owner)},"p":1,"at":"${credit.at}","it":"${credit.interruptedInputTokens}","e":${JSON.stringify(credit.endpoint)},"m":${JSON.stringify(credit.model)},"s":"${credit.stream ? '1' : '0'}"`;
+    const admitted = this.s.tgAdmit(...keys, surface, callId, owner, ownerMember, credit.model, credit.enabledByDefault ? '1' : '0', entry,
+      String(credit.amount), String(credit.interruptedCharge), String(token.amount), String(token.interruptedCharge));
+    Promise.all([admitted, switchBeside]).then(([reply, sw]) => {
+      const [code, retryAfter, raw] = reply as [string, number, string | null];
+      const key = raw ? (JSON.parse(raw) as KeyRecord) : undefined;
+      if (switchBeside !== null) {
+        if (code !== '') this.unindex(ownerMember);
+        else if (!(sw === null ? credit.enabledByDefault : sw === '1')) {
+          this.releaseByHash(hash, callId);
+          return safely(() => done(key, 'model_not_available', 0));
+        }
+      }
+      safely(() => done(key, code === '' ? null : (code as GatewayErrorCode), retryAfter));
+    }, (err: unknown) => {
+      this.failed('admit', err);
+      // The script may have run and placed a hold whose reply was lost: release it (idempotent).
+      this.releaseByHash(hash, callId);
+      safely(() => done(undefined, 'store_unavailable', 0));
+    });
+  }
+
+  /** On a Cluster: takes a call out of this process's owner index (sent beside the scripts). */
+  private unindex(ownerMember: string): void {
+    if (this.owner !== null) void this.client.srem(ownerCalls(this.owner), ownerMember).catch(() => undefined);
   }
 
   lookup(hash: string, done: (key: KeyRecord | undefined, failure: unknown) => void): void {
