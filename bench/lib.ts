@@ -11,7 +11,8 @@ import autocannon from 'autocannon';
 import { Client } from 'undici';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const CLI = join(ROOT, 'dist', 'cli', 'main.js');
+/** The built CLI the bench runs: this checkout's, or another build's (BENCH_CLI=…/dist/cli/main.js, to compare builds). */
+export const CLI = process.env.BENCH_CLI || join(ROOT, 'dist', 'cli', 'main.js');
 export const BENCH_DIR = join(ROOT, 'bench');
 
 /** Bench traffic only ever goes to the loopback interface. */

@@ -102,3 +102,16 @@ t.test('the refusals after step 7, decided by the admission that holds', async (
 async function hashOf(gw: Harness, id: string): Promise<string> {
   return (await gw.redis!.cli('hget', 'tg:ids', id)).trim();
 }
+
+t.test('a server that lost its scripts (SCRIPT FLUSH) is sent them again', async (t) => {
+  const redis = await startRedis(t);
+  const gw = await startGateway(t, { backend: 'redis', redisServer: redis });
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  t.equal((await post(`${gw.base}/v1/chat/completions`, key, CALL)).status, 200);
+  await redis.cli('script', 'flush');
+  const results = await Promise.all(Array.from({ length: 5 }, () => post(`${gw.base}/v1/chat/completions`, key, CALL)));
+  t.same(results.map((r) => r.status), [200, 200, 200, 200, 200], 'answered, each admitted, held and settled once');
+  const u = await usageOf(gw.base, key);
+  t.equal(u.requests.length, 6, 'six records');
+  t.equal(u.key.heldNanoUsd, 0, 'nothing held');
+});
