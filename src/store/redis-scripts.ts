@@ -37,14 +37,15 @@ local function short(a)
   return nil
 end
 -- Ends a call's entry in flight and releases its hold; false when there was none.
-local function endcall(calls, callId, ownerSet, ownerMember)
+-- known: an account the caller knows exists (no EXISTS for it).
+local function endcall(calls, callId, ownerSet, ownerMember, known)
   local e = redis.call('HGET', calls, callId)
   if not e then return false end
   redis.call('HDEL', calls, callId)
   local c = cjson.decode(e)
   if c.h and c.h ~= '0' then
     local a = acct(c.a)
-    if redis.call('EXISTS', a) == 1 then redis.call('HINCRBY', a, 'held', '-' .. c.h) end
+    if a == known or redis.call('EXISTS', a) == 1 then redis.call('HINCRBY', a, 'held', '-' .. c.h) end
   end
   if ownerSet then redis.call('SREM', ownerSet, ownerMember) end
   return true
@@ -65,11 +66,18 @@ export const ADMIT = `${COMMON}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'invalid_api_key', 0, false} end
 local key = cjson.decode(raw)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The server's time, read only by a key that needs it (an expiry, a rate window, a slot).
+local now
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
 if key.status ~= 'active' then return {'key_suspended', 0, raw} end
 local expires = val(key.expiresAt)
-if expires and now > expires then return {'key_expired', 0, raw} end
+if expires and clock() > expires then return {'key_expired', 0, raw} end
 if key.mode ~= ARGV[1] then return {'invalid_api_key', 0, raw} end
 local a = redis.call('HMGET', acct(key.account), 'm', 'bal', 'bud', 'used', 'held')
 local refusal = short(a)
@@ -82,6 +90,7 @@ if rpm then
   start = tonumber(w[1])
   count = tonumber(w[2])
   -- A fixed 60-second window that starts with the first request after the previous one ended.
+  local now = clock()
   if not start or now >= start + 60000 then start = now; count = 0 end
   if count >= rpm then return {'rate_limit_exceeded', math.max(1, math.ceil((start + 60000 - now) / 1000)), raw} end
 end
@@ -94,7 +103,7 @@ end
 local model = ARGV[5]
 if not model then
   if conc then
-    redis.call('HSET', KEYS[3], ARGV[2], cjson.encode({o = ARGV[3], p = 0, a = key.account, at = int(now), h = '0'}))
+    redis.call('HSET', KEYS[3], ARGV[2], cjson.encode({o = ARGV[3], p = 0, a = key.account, at = int(clock()), h = '0'}))
     if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[4]) end
   end
   return {'', 0, raw}
@@ -172,12 +181,11 @@ return 0
  * → 1 stored, 0 already settled
  */
 export const SETTLE = `${COMMON}
-local ended = endcall(KEYS[1], ARGV[1], KEYS[6], ARGV[9])
-if not ended and ARGV[8] == '1' then return 0 end
-if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then return 0 end
-redis.call('ZADD', KEYS[3], 0, ARGV[2])
-redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
 local m = redis.call('HGET', KEYS[2], 'm')
+local ended = endcall(KEYS[1], ARGV[1], KEYS[6], ARGV[9], m and KEYS[2])
+if not ended and ARGV[8] == '1' then return 0 end
+if redis.call('HSETNX', KEYS[4], ARGV[2], ARGV[3]) == 0 then return 0 end
+redis.call('ZADD', KEYS[3], 0, ARGV[2])
 if m == '0' and ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[2], 'bal', '-' .. ARGV[4])
 elseif m == '1' and ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[2], 'used', ARGV[5]) end
 redis.call('HINCRBY', KEYS[5], 'r:' .. ARGV[6], 1)
