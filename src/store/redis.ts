@@ -13,10 +13,12 @@ import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type 
 /**
  * The Redis/Valkey backend: any number of gateway hosts share one store and behave as one.
  *
- * Round trips of a call: one script for steps 3–7 (admission), one for the hold (which also
- * reads step 10's run-time switch), one for the settlement. ioredis's auto-pipelining sends
- * every command issued in one event-loop turn in one write: the Redis twin of LMDB's one group
- * commit per turn.
+ * Round trips of a call: one script for steps 3–7 (admission), which for an inference call
+ * whose body came with its head also checks steps 9 and 10 and places the hold
+ * (admitHolding); else one for the hold (which also reads step 10's run-time switch); one for
+ * the settlement. On one server the request path's scripts leave through a connection corked
+ * for the event-loop turn (send): every command of a turn in one write, the Redis twin of
+ * LMDB's one group commit per turn.
  *
  * Failing closed: no offline queue (a command issued while the connection is down fails at
  * once), no resending of commands whose reply was lost, and a command timeout of
