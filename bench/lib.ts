@@ -11,7 +11,8 @@ import autocannon from 'autocannon';
 import { Client } from 'undici';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const CLI = join(ROOT, 'dist', 'cli', 'main.js');
+/** The built CLI the bench runs: this checkout's, or another build's (BENCH_CLI=…/dist/cli/main.js, to compare builds). */
+export const CLI = process.env.BENCH_CLI || join(ROOT, 'dist', 'cli', 'main.js');
 export const BENCH_DIR = join(ROOT, 'bench');
 
 /** Bench traffic only ever goes to the loopback interface. */
@@ -358,8 +359,7 @@ export interface TollgateOptions {
 export async function startTollgate(name: string, mockUrl: string, workers: number, options: TollgateOptions = {}): Promise<Tollgate> {
   const { nodeFlags = [], limits, executable } = options;
   // The binary is its own Node.js: no node flags, no script.
-  // BENCH_CLI: another build's dist/cli/main.js as tollgate (to compare before and after a change).
-  const cli = executable ? [] : [options.cli ?? (process.env.BENCH_CLI || CLI)];
+  const cli = executable ? [] : [options.cli ?? CLI];
   const dir = tempDir('tollgate-bench-');
   const configFile = join(dir, 'tollgate.config.json');
   const dataDir = join(dir, 'data');

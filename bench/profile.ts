@@ -3,7 +3,10 @@
  * it with autocannon, stops it with SIGTERM (the profile is written on exit) and prints the
  * analysis of bench/top-functions.ts.
  *
- *   node --import tsx bench/profile.ts [--stream]
+ *   node --import tsx bench/profile.ts [--stream] [--redis]
+ *
+ * `--redis`: tollgate on a redis-server started here (bench/redis-server.ts); its CPU per call
+ * over the measured load is printed beside tollgate's.
  *
  * Environment: BENCH_DURATION (s under load, default 10), BENCH_CONNECTIONS (one number,
  * default 32), BENCH_PROF_DIR (where the .cpuprofile is kept, default /tmp/prof),
@@ -13,10 +16,12 @@
  */
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHAT_PATH, guardChildren, load, machine, PLAIN_BODY, runMain, startMock, startTollgate, STREAM_BODY } from './lib.js';
+import { CHAT_PATH, cpuMs, guardChildren, load, machine, PLAIN_BODY, runMain, startMock, startTollgate, STREAM_BODY } from './lib.js';
+import { startRedisForBench } from './redis-server.js';
 import { printReport } from './top-functions.js';
 
 const stream = process.argv.includes('--stream');
+const onRedis = process.argv.includes('--redis');
 const duration = Number(process.env.BENCH_DURATION || 10);
 const connections = Number(process.env.BENCH_CONNECTIONS || 32);
 const dir = process.env.BENCH_PROF_DIR || '/tmp/prof';
@@ -31,15 +36,23 @@ async function main(): Promise<void> {
   const before = new Set(readdirSync(dir));
   process.stderr.write(`profile: ${machine()}\n`);
   const mock = await startMock();
-  const tollgate = await startTollgate('tollgate', mock.url, 1, { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${interval}`] });
+  const redis = onRedis ? await startRedisForBench() : null;
+  const tollgate = await startTollgate('tollgate', mock.url, 1, {
+    nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${interval}`],
+    ...(redis ? { env: { TOLLGATE_REDIS_URL: redis.url } } : {}),
+  });
   const body = stream ? STREAM_BODY : PLAIN_BODY;
   process.stderr.write(`profile: warming up 2 s, then ${duration} s of ${stream ? 'streamed (20 chunks)' : 'non-streamed'} chat at c=${connections}\n`);
   await load(tollgate.url, CHAT_PATH, tollgate.key, body, connections, 2);
   // Profile timestamps are CLOCK_MONOTONIC µs, like hrtime: only the measured load is analysed.
   const fromUs = Number(process.hrtime.bigint() / 1000n);
+  const cpu0 = cpuMs(tollgate.pid);
+  const redisCpu0 = redis ? cpuMs(redis.pid) : 0;
   const res = await load(tollgate.url, CHAT_PATH, tollgate.key, body, connections, duration);
   const toUs = Number(process.hrtime.bigint() / 1000n);
   process.stderr.write(`profile: ${Math.round(res.rps)} req/s (slowed by the profiler), p50 ${res.p50.toFixed(3)} ms, ${res.non2xx} non-2xx, ${res.errors} errors\n`);
+  const perCall = (ms: number): string => ((ms * 1000) / Math.max(1, res.ok)).toFixed(1);
+  process.stderr.write(`profile: CPU per call (profiler included): tollgate ${perCall(cpuMs(tollgate.pid) - cpu0)} µs${redis ? `, redis-server ${perCall(cpuMs(redis.pid) - redisCpu0)} µs` : ''}\n`);
   const exited = new Promise<void>((resolve) => tollgate.proc.once('exit', () => resolve()));
   tollgate.proc.kill('SIGTERM');
   await exited;

@@ -76,7 +76,7 @@ export async function redisRow(mockUrl: string, bareUrl: string, settings: Redis
     if (c === 1) line += `   added ${median(m.tg.map((x, i) => 1e6 / x - 1e6 / m.bare[i]!)).toFixed(1)} µs/request over bare`;
     lines.push(line);
   }
-  lines.push(`Redis round trips per plain call (${CALLS} sequential calls, INFO commandstats): ${scripts.toFixed(2)} (script calls: admission, hold, settlement); ${inside.toFixed(1)} commands run inside the scripts`);
+  lines.push(`Redis round trips per plain call (${CALLS} sequential calls, INFO commandstats): ${scripts.toFixed(2)} (script calls: admission with the hold when the body came with the head, settlement); ${inside.toFixed(1)} commands run inside the scripts`);
   return lines;
 }
 

@@ -2,14 +2,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { modelAllowed } from './admit/admit.js';
 import { credentialOf } from './auth/credential.js';
 import { hashKey, isWellFormedKey } from './auth/keys.js';
-import type { Config } from './config/types.js';
+import type { Config, Model } from './config/types.js';
 import { FORMATS } from './formats/index.js';
-import { requestLevers } from './formats/levers.js';
-import { requestFacts } from './formats/model.js';
+import { requestLevers, type RequestLevers } from './formats/levers.js';
+import { requestFacts, type RequestFacts } from './formats/model.js';
+import type { FormatAdapter } from './formats/types.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange } from './forward/exchange.js';
 import { buildUpstreams, closeUpstreams, type Upstream } from './forward/pools.js';
-import { readBody, REFUSED, TOO_LARGE } from './http/body.js';
+import { bodyAtHand, readBody, REFUSED, TOO_LARGE, type RequestBody } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
 import { Drain } from './http/drain.js';
 import { sendError, sendErrorSaying, type GatewayErrorCode } from './http/errors.js';
@@ -23,7 +24,7 @@ import type { AccessLog } from './observe/access-log.js';
 import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
 import type { Metrics } from './observe/metrics.js';
 import { unpricedRefusal } from './meter/levers.js';
-import type { GatewayStore } from './store/store.js';
+import type { GatewayStore, HoldEitherWay } from './store/store.js';
 import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from './store/types.js';
 import { serveUsageApi } from './usage/api.js';
 import { serveUsagePage } from './usage/page.js';
@@ -66,16 +67,19 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   const observer = new Observer(options.metrics ?? null, options.accessLog ?? null);
   const readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
   const drain = new Drain();
+  /** The largest body taken before its admission when it came whole with the request's head. */
+  const earlyBodyLimit = Math.min(maxRequestBytes, EARLY_BODY_LIMIT);
 
   /**
    * Steps 8–11 for inference calls, after the key, funds and rate checks passed: read the
    * body, check the model, hold the call's worst case against the account, forward. Until the
    * call is forwarded, every way out releases what step 7 and the hold took (`release`).
+   * `early`: the body, already read before the admission (admitInference).
    */
-  async function inference(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): Promise<void> {
+  async function inference(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, early?: EarlyBody): Promise<void> {
     // The body is scanned as it arrives; only what the checks need is read from it.
-    const scanner = new TopLevelScanner(maxJsonDepth);
-    const body = await readBody(req, maxRequestBytes, scanner);
+    const scanner = early?.scanner ?? new TopLevelScanner(maxJsonDepth);
+    const body = early !== undefined ? early.body : await readBody(req, maxRequestBytes, scanner);
     if (body === undefined) return store.release(key, requestId);
     const refuse = (code: GatewayErrorCode): void => {
       store.release(key, requestId);
@@ -86,20 +90,14 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     if (facts === undefined) return refuse('model_required');
     noteModel(res, facts.model);
     if (!modelAllowed(key, facts.model)) return refuse('model_not_allowed');
-    const model = config.models.get(facts.model);
-    const endpoint = route.endpoint!;
     // Step 10: the catalogue here; the run-time switch (`tollgate models disable`) is read by
     // the hold below, in the same store call, so that it costs no round trip of its own.
-    if (model === undefined || !model.endpoints.has(endpoint)) return refuse('model_not_available');
-    const upstream = upstreamOf(model.provider.name);
-    // A provider without its credential is never called: an empty credential would earn the
-    // provider's 401, which the client would take for a verdict on its own key.
-    if (!upstream.usable) return refuse('model_not_available');
-    const format = FORMATS[endpoint];
+    const call = servable(route, facts, req);
+    if (call === undefined) return refuse('model_not_available');
+    const { model } = call;
     // A priced option the model's price cannot price is refused before anything is forwarded
     // (credit keys: a token key is charged tokens, whatever they cost).
-    const levers = requestLevers(format.levers, facts, req.headers);
-    const unpriced = key.mode === 'credit' ? unpricedRefusal(levers, model) : null;
+    const unpriced = key.mode === 'credit' ? unpricedRefusal(call.levers, model) : null;
     if (unpriced !== null) {
       // A switched-off model is refused as such first (step 10 comes before this check).
       return store.modelEnabled(model.id, model.enabledByDefault, (enabled) => {
@@ -109,34 +107,106 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
         sendErrorSaying(res, 'unpriced_option', requestId, unpriced);
       });
     }
-    // Streams must report usage; a body that does not ask for it is the one thing changed.
-    const usageBody = format.streamUsageRequest?.(facts);
-    const hold = holdFor(format, model, key.mode, facts, facts.raw.length, facts.stream, Date.now());
+    const hold = holdFor(call.format, model, key.mode, facts, facts.raw.length, facts.stream, Date.now());
     store.hold(key, requestId, hold, (refusal) => {
       if (refusal !== null) return sendError(res, refusal, requestId);
       // The client left while the hold was placed: nothing goes out, nothing is billed.
       if (res.destroyed) return store.release(key, requestId);
-      try {
-        const exchange = new Exchange(res, requestId, {
-          store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
-          startedAt: hold.at, levers, request: facts,
-        });
-        const upstreamBody = usageBody ?? facts.raw;
-        const headers = upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults);
-        headers['content-length'] = String(upstreamBody.length);
-        noteDispatch(res, upstream.provider.name);
-        upstream.pool.dispatch({
-          path: upstream.provider.basePath + route.upstreamPath + query,
-          method: 'POST',
-          headers,
-          // A large body goes as its list of chunks: undici writes any iterable of Buffers
-          // (lib/core/request.js), though its types name only single-value bodies.
-          body: upstreamBody.forUpstream() as Buffer,
-        }, exchange);
-      } catch (err) {
-        store.release(key, requestId);
-        failed(res, err);
+      forward(req, res, route, key, requestId, query, call, hold.at);
+    });
+  }
+
+  /**
+   * Step 10's catalogue for a readable body: the model, the provider serving it (with its
+   * credential) and the price levers the request pulls; undefined: `model_not_available`.
+   */
+  function servable(route: Route, facts: RequestFacts, req: IncomingMessage): ServableCall | undefined {
+    const model = config.models.get(facts.model);
+    const endpoint = route.endpoint!;
+    if (model === undefined || !model.endpoints.has(endpoint)) return undefined;
+    const upstream = upstreamOf(model.provider.name);
+    // A provider without its credential is never called: an empty credential would earn the
+    // provider's 401, which the client would take for a verdict on its own key.
+    if (!upstream.usable) return undefined;
+    const format = FORMATS[endpoint];
+    return { facts, model, upstream, format, levers: requestLevers(format.levers, facts, req.headers) };
+  }
+
+  /** Step 11, once the call is admitted and its hold placed: forwards it, metered. */
+  function forward(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, call: ServableCall, startedAt: number): void {
+    const { facts, model, upstream, format } = call;
+    try {
+      // Streams must report usage; a body that does not ask for it is the one thing changed.
+      const usageBody = format.streamUsageRequest?.(facts);
+      const exchange = new Exchange(res, requestId, {
+        store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
+        startedAt, levers: call.levers, request: facts,
+      });
+      const upstreamBody = usageBody ?? facts.raw;
+      const headers = upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults);
+      headers['content-length'] = String(upstreamBody.length);
+      noteDispatch(res, upstream.provider.name);
+      upstream.pool.dispatch({
+        path: upstream.provider.basePath + route.upstreamPath + query,
+        method: 'POST',
+        headers,
+        // A large body goes as its list of chunks: undici writes any iterable of Buffers
+        // (lib/core/request.js), though its types name only single-value bodies.
+        body: upstreamBody.forUpstream() as Buffer,
+      }, exchange);
+    } catch (err) {
+      store.release(key, requestId);
+      failed(res, err);
+    }
+  }
+
+  /**
+   * An inference call on a store whose admission is a round trip of its own (Redis), run at the
+   * end of the I/O callback that parsed the request's head. When its body came whole with the
+   * head (bodyAtHand) and names a model the catalogue serves with no option left unpriced, the
+   * call's hold is computed now and the admission places it (admitHolding): one round trip
+   * before the call goes out instead of two. Steps 3–7 still decide first and answer first,
+   * then step 9 and step 10's switch, so the order of checks and its codes are unchanged; a
+   * body not yet at hand is read after the admission as always (so a refusal of steps 3–7
+   * never waits for a body), and any other body is judged after the admission, from the bytes
+   * read here.
+   */
+  function admitInference(req: IncomingMessage, res: ServerResponse, route: Route, hash: string, requestId: string, query: string): void {
+    try {
+      const scanner = new TopLevelScanner(maxJsonDepth);
+      const body = bodyAtHand(req, earlyBodyLimit, scanner);
+      if (body === null) return admit(req, res, route, hash, requestId, query);
+      const facts = body === REFUSED ? undefined : requestFacts(body, scanner);
+      const call = facts === undefined ? undefined : servable(route, facts, req);
+      if (facts === undefined || call === undefined || unpricedRefusal(call.levers, call.model) !== null) {
+        return admit(req, res, route, hash, requestId, query, { body, scanner });
       }
+      const at = Date.now();
+      const hold: HoldEitherWay = {
+        credit: holdFor(call.format, call.model, 'credit', facts, facts.raw.length, facts.stream, at),
+        token: holdFor(call.format, call.model, 'token', facts, facts.raw.length, facts.stream, at),
+      };
+      store.admitHolding!(hash, route.surface!, requestId, hold, (key, refusal, retryAfter) => {
+        if (key !== undefined) noteKey(res, key);
+        if (refusal === null || refusal === 'model_not_allowed' || refusal === 'model_not_available') noteModel(res, facts.model);
+        if (refusal !== null) return refused(res, refusal, requestId, retryAfter);
+        // The client left while waiting: nothing goes out, nothing is billed.
+        if (res.destroyed) return store.release(key!, requestId);
+        forward(req, res, route, key!, requestId, query, call, at);
+      });
+    } catch (err) {
+      failed(res, err);
+    }
+  }
+
+  /** Steps 3–7 alone; then the rest of the call (its body read now, unless `early` has it). */
+  function admit(req: IncomingMessage, res: ServerResponse, route: Route, hash: string, requestId: string, query: string, early?: EarlyBody): void {
+    store.admit(hash, route.surface!, requestId, (key, refusal, retryAfter) => {
+      if (key !== undefined) noteKey(res, key);
+      if (refusal !== null) return refused(res, refusal, requestId, retryAfter);
+      // The client left while waiting: free the slot rather than read a body that will not come.
+      if (res.destroyed) return store.release(key!, requestId);
+      proceed(req, res, route, key!, requestId, query, early);
     });
   }
 
@@ -199,22 +269,25 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     }
     // 3. Known; 4. usable (status, expiry); 5. right surface; 6. funds, net of what the key's
     // calls in flight hold; 7. rate, then concurrency, before the body is read — one store
-    // call (LMDB: reads now and this turn's group commit; Redis: one script).
-    store.admit(hash, route.surface!, requestId, (key, refusal, retryAfter) => {
-      if (key !== undefined) noteKey(res, key);
-      if (refusal !== null) {
-        return sendError(res, refusal, requestId, refusal === 'rate_limit_exceeded' || refusal === 'concurrency_limit_exceeded' ? retryAfter : undefined);
-      }
-      // The client left while waiting: free the slot rather than read a body that will not come.
-      if (res.destroyed) return store.release(key!, requestId);
-      proceed(req, res, route, key!, requestId, query);
-    });
+    // call (LMDB: reads now and this turn's group commit; Redis: one script, which for an
+    // inference call whose body is at hand places its hold too: admitInference).
+    if (route.kind === 'inference' && store.admitHolding !== undefined) {
+      // Node's parser pushes the body bytes that came with the head after this event returns.
+      process.nextTick(admitInference, req, res, route, hash, requestId, query);
+      return;
+    }
+    admit(req, res, route, hash, requestId, query);
   }
 
-  /** After admission: the catalogue, or an inference call (whose body is read only now). */
-  function proceed(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
+  /** A refusal of the admission (with `retry-after` for the 429s). */
+  function refused(res: ServerResponse, refusal: GatewayErrorCode, requestId: string, retryAfter: number): void {
+    sendError(res, refusal, requestId, refusal === 'rate_limit_exceeded' || refusal === 'concurrency_limit_exceeded' ? retryAfter : undefined);
+  }
+
+  /** After admission: the catalogue, or an inference call (whose body is read now, unless `early` has it). */
+  function proceed(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, early?: EarlyBody): void {
     if (route.kind === 'models') return models(req, res, route, key, requestId, query);
-    inference(req, res, route, key, requestId, query).catch((err: unknown) => {
+    inference(req, res, route, key, requestId, query, early).catch((err: unknown) => {
       // Thrown before the call was forwarded (reading the body, or checking the model).
       store.release(key, requestId);
       failed(res, err);
@@ -295,6 +368,27 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     },
   };
   return gateway;
+}
+
+/**
+ * Bodies up to this size that arrived with their request's head are read before the admission
+ * on Redis (admitInference), scanned at once; larger ones are read after it, as they arrive.
+ */
+const EARLY_BODY_LIMIT = 64 * 1024;
+
+/** A body read before its call's admission, and the scanner that saw it. */
+interface EarlyBody {
+  body: RequestBody | typeof REFUSED;
+  scanner: TopLevelScanner;
+}
+
+/** An inference call whose model the catalogue serves: what forwarding it needs. */
+interface ServableCall {
+  facts: RequestFacts;
+  model: Model;
+  upstream: Upstream;
+  format: FormatAdapter;
+  levers: RequestLevers;
 }
 
 /** A zero-cost usage record for a call that failed inside the gateway. */

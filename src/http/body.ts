@@ -241,3 +241,21 @@ export function readBody(req: IncomingMessage, max: number, inspector: BodyInspe
     req.once('aborted', () => read.finish(undefined));
   });
 }
+
+/**
+ * The body of a request whose every declared byte has already arrived (with its head, in the
+ * same read of the socket), taken now, synchronously, and shown to `inspector` whole; null when
+ * it has not all arrived (or has no content-length, or is larger than `limit`): it is then read
+ * as it arrives, with readBody. Called at the end of the I/O callback that parsed the request's
+ * head (process.nextTick from the 'request' event: Node's parser pushes the body bytes of the
+ * same read after that event), before anything else has read from `req`.
+ */
+export function bodyAtHand(req: IncomingMessage, limit: number, inspector: BodyInspector): RequestBody | typeof REFUSED | null {
+  const declared = Number(req.headers['content-length']);
+  if (!(declared <= limit) || req.readableLength !== declared || req.readableFlowing !== null || req.destroyed) return null;
+  const bytes = (req.read() as Buffer | null) ?? Buffer.alloc(0);
+  // Nothing is left to read: flowing, the stream ends (its 'end') as the parser completes it.
+  req.resume();
+  if (bytes.length > 0 && !inspector.write(bytes)) return REFUSED;
+  return RequestBody.of(bytes);
+}

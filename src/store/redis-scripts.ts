@@ -37,14 +37,15 @@ local function short(a)
   return nil
 end
 -- Ends a call's entry in flight and releases its hold; false when there was none.
-local function endcall(calls, callId, ownerSet, ownerMember)
+-- known: an account the caller knows exists (no EXISTS for it).
+local function endcall(calls, callId, ownerSet, ownerMember, known)
   local e = redis.call('HGET', calls, callId)
   if not e then return false end
   redis.call('HDEL', calls, callId)
   local c = cjson.decode(e)
   if c.h and c.h ~= '0' then
     local a = acct(c.a)
-    if redis.call('EXISTS', a) == 1 then redis.call('HINCRBY', a, 'held', '-' .. c.h) end
+    if a == known or redis.call('EXISTS', a) == 1 then redis.call('HINCRBY', a, 'held', '-' .. c.h) end
   end
   if ownerSet then redis.call('SREM', ownerSet, ownerMember) end
   return true
@@ -52,22 +53,34 @@ end
 `;
 
 /**
- * Steps 3–7 in one round trip.
- * KEYS: key record, rate window, calls in flight [, owner index]
+ * Steps 3–7 in one round trip; with a model (ARGV[5]), also steps 9 and 10 and the hold, for a
+ * call whose hold was computed before its admission (Admission.admitHolding): what HOLD does,
+ * in the same script, so that the call costs one round trip before it is forwarded.
+ * KEYS: key record, rate window, calls in flight [, owner index, model switches]
  * ARGV: surface, call id, owner, owner-index member
+ *   [, model, enabled by default (0|1), the call's entry without a, k, h, ic and its closing
+ *      brace, credit hold, credit interrupted charge, token hold, token interrupted charge]
  * → { refusal code or '', retry-after seconds, key record JSON or false }
  */
 export const ADMIT = `${COMMON}
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'invalid_api_key', 0, false} end
 local key = cjson.decode(raw)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The server's time, read only by a key that needs it (an expiry, a rate window, a slot).
+local now
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
 if key.status ~= 'active' then return {'key_suspended', 0, raw} end
 local expires = val(key.expiresAt)
-if expires and now > expires then return {'key_expired', 0, raw} end
+if expires and clock() > expires then return {'key_expired', 0, raw} end
 if key.mode ~= ARGV[1] then return {'invalid_api_key', 0, raw} end
-local refusal = short(redis.call('HMGET', acct(key.account), 'm', 'bal', 'bud', 'used', 'held'))
+local a = redis.call('HMGET', acct(key.account), 'm', 'bal', 'bud', 'used', 'held')
+local refusal = short(a)
 if refusal then return {refusal, 0, raw} end
 local rpm = val(key.rpm)
 local conc = val(key.concurrency)
@@ -77,19 +90,43 @@ if rpm then
   start = tonumber(w[1])
   count = tonumber(w[2])
   -- A fixed 60-second window that starts with the first request after the previous one ended.
+  local now = clock()
   if not start or now >= start + 60000 then start = now; count = 0 end
   if count >= rpm then return {'rate_limit_exceeded', math.max(1, math.ceil((start + 60000 - now) / 1000)), raw} end
 end
-if conc then
-  if redis.call('HLEN', KEYS[3]) >= conc then return {'concurrency_limit_exceeded', 1, raw} end
-  redis.call('HSET', KEYS[3], ARGV[2], cjson.encode({o = ARGV[3], p = 0, a = key.account, at = int(now), h = '0'}))
-  if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[4]) end
-end
+if conc and redis.call('HLEN', KEYS[3]) >= conc then return {'concurrency_limit_exceeded', 1, raw} end
 if rpm then
   redis.call('HSET', KEYS[2], 's', int(start), 'n', int(count + 1))
   -- Kept a minute past the window's end: a window that expired is a new window anyway.
   redis.call('PEXPIREAT', KEYS[2], int(start + 120000))
 end
+local model = ARGV[5]
+if not model then
+  if conc then
+    redis.call('HSET', KEYS[3], ARGV[2], cjson.encode({o = ARGV[3], p = 0, a = key.account, at = int(clock()), h = '0'}))
+    if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[4]) end
+  end
+  return {'', 0, raw}
+end
+-- Admitted (the rate window counts the call, as it counts one refused after step 7); the
+-- refusals below take no slot and place no hold.
+local models = val(key.models)
+if models and #models > 0 then
+  local listed = false
+  for i = 1, #models do if models[i] == model then listed = true; break end end
+  if not listed then return {'model_not_allowed', 0, raw} end
+end
+if KEYS[5] then
+  local sw = redis.call('HGET', KEYS[5], model)
+  if not (sw == '1' or (not sw and ARGV[6] == '1')) then return {'model_not_available', 0, raw} end
+end
+-- The funds were checked above, in this same script: the hold is placed at once.
+local credit = key.mode == 'credit'
+local held = credit and ARGV[8] or ARGV[10]
+if a[1] and held ~= '0' then redis.call('HINCRBY', acct(key.account), 'held', held) end
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[7] .. ',"a":' .. cjson.encode(key.account) .. ',"k":' .. cjson.encode(key.id)
+  .. ',"h":"' .. held .. '","ic":"' .. (credit and ARGV[9] or ARGV[11]) .. '"}')
+if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[4]) end
 return {'', 0, raw}
 `;
 
@@ -144,12 +181,11 @@ return 0
  * → 1 stored, 0 already settled
  */
 export const SETTLE = `${COMMON}
-local ended = endcall(KEYS[1], ARGV[1], KEYS[6], ARGV[9])
-if not ended and ARGV[8] == '1' then return 0 end
-if redis.call('HEXISTS', KEYS[4], ARGV[2]) == 1 then return 0 end
-redis.call('ZADD', KEYS[3], 0, ARGV[2])
-redis.call('HSET', KEYS[4], ARGV[2], ARGV[3])
 local m = redis.call('HGET', KEYS[2], 'm')
+local ended = endcall(KEYS[1], ARGV[1], KEYS[6], ARGV[9], m and KEYS[2])
+if not ended and ARGV[8] == '1' then return 0 end
+if redis.call('HSETNX', KEYS[4], ARGV[2], ARGV[3]) == 0 then return 0 end
+redis.call('ZADD', KEYS[3], 0, ARGV[2])
 if m == '0' and ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[2], 'bal', '-' .. ARGV[4])
 elseif m == '1' and ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[2], 'used', ARGV[5]) end
 redis.call('HINCRBY', KEYS[5], 'r:' .. ARGV[6], 1)

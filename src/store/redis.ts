@@ -1,22 +1,24 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import type { GatewayErrorCode } from '../http/errors.js';
 import { log } from '../log.js';
 import { rowToUsage, usageToRow } from './rows.js';
 import { ADMIT, CREATE, FORGET, HOLD, ORPHAN, RELEASE, SETTLE, SWITCH, TOPUP, UPDATE } from './redis-scripts.js';
 import type { StoreDump } from './lmdb.js';
-import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldListener, NewKey } from './store.js';
+import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldEitherWay, HoldListener, NewKey } from './store.js';
 import { PendingAudit } from './store.js';
 import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type UsageRecord } from './types.js';
 
 /**
  * The Redis/Valkey backend: any number of gateway hosts share one store and behave as one.
  *
- * Round trips of a call: one script for steps 3–7 (admission), one for the hold (which also
- * reads step 10's run-time switch), one for the settlement. ioredis's auto-pipelining sends
- * every command issued in one event-loop turn in one write: the Redis twin of LMDB's one group
- * commit per turn.
+ * Round trips of a call: one script for steps 3–7 (admission), which for an inference call
+ * whose body came with its head also checks steps 9 and 10 and places the hold
+ * (admitHolding); else one for the hold (which also reads step 10's run-time switch); one for
+ * the settlement. On one server the request path's scripts leave through a connection corked
+ * for the event-loop turn (send): every command of a turn in one write, the Redis twin of
+ * LMDB's one group commit per turn.
  *
  * Failing closed: no offline queue (a command issued while the connection is down fails at
  * once), no resending of commands whose reply was lost, and a command timeout of
@@ -85,6 +87,15 @@ export class RedisStore implements GatewayStore {
   private readonly pendingAudit = new PendingAudit();
   private auditSeq = 0;
   private readonly s: Scripts;
+  /** The scripts of the request path, as run on one server (run). */
+  private readonly hot: { admit: HotScript; hold: HotScript; release: HotScript; settle: HotScript };
+  /** The connection the scripts in `loaded` were sent on (as text, or found there). */
+  private loadedOn: unknown = null;
+  private readonly loaded = new Set<HotScript>();
+  /** The connection corked for this event-loop turn's commands (send), or null. */
+  private corked: { uncork(): void } | null = null;
+  /** Key records by their JSON (keyOf). */
+  private readonly parsedKeys = new Map<string, KeyRecord>();
 
   private constructor(
     private readonly client: Client,
@@ -92,6 +103,11 @@ export class RedisStore implements GatewayStore {
     private readonly single: boolean,
   ) {
     this.s = client as unknown as Scripts;
+    const extra = single ? 1 : 0;
+    this.hot = {
+      admit: hotScript('tgAdmit', ADMIT, 3 + 2 * extra), hold: hotScript('tgHold', HOLD, 2 + 2 * extra),
+      release: hotScript('tgRelease', RELEASE, 1 + extra), settle: hotScript('tgSettle', SETTLE, 5 + extra),
+    };
     const ping = setInterval(() => {
       client.ping().then(() => (this.healthy = true), () => (this.healthy = false));
     }, 1_000);
@@ -156,7 +172,7 @@ export class RedisStore implements GatewayStore {
     // no slot are in KEYS too; a Cluster: sent beside.
     const extra = single ? 1 : 0;
     const scripts: Array<[string, string, number]> = [
-      ['tgAdmit', ADMIT, 3 + extra], ['tgHold', HOLD, 2 + 2 * extra], ['tgRelease', RELEASE, 1 + extra], ['tgSettle', SETTLE, 5 + extra], ['tgOrphan', ORPHAN, 5 + extra],
+      ['tgAdmit', ADMIT, 3 + 2 * extra], ['tgHold', HOLD, 2 + 2 * extra], ['tgRelease', RELEASE, 1 + extra], ['tgSettle', SETTLE, 5 + extra], ['tgOrphan', ORPHAN, 5 + extra],
       ['tgCreate', CREATE, 3], ['tgUpdate', UPDATE, 2], ['tgTopup', TOPUP, 2], ['tgSwitch', SWITCH, 2], ['tgForget', FORGET, 2],
     ];
     for (const [name, lua, numberOfKeys] of scripts) client.defineCommand(name, { lua, numberOfKeys });
@@ -182,19 +198,76 @@ export class RedisStore implements GatewayStore {
   admit(hash: string, surface: KeyMode, callId: string, done: AdmissionListener): void {
     const ownerMember = `${hash} ${callId}`;
     const keys = [keyName(hash), rateName(hash), callsName(hash)];
-    if (this.single) keys.push(ownerCalls(this.owner ?? NO_OWNER));
-    this.s.tgAdmit(...keys, surface, callId, this.owner ?? '', ownerMember).then((reply) => {
+    if (this.single) keys.push(ownerCalls(this.owner ?? NO_OWNER), SWITCHES);
+    this.run(this.hot.admit, [...keys, surface, callId, this.owner ?? '', ownerMember], (err, reply) => {
+      if (err !== null) return this.admitFailed(hash, callId, err, done);
       const [code, retryAfter, raw] = reply as [string, number, string | null];
-      const key = raw ? (JSON.parse(raw) as KeyRecord) : undefined;
+      const key = raw ? this.keyOf(raw) : undefined;
       // On a Cluster the owner's index is in another slot: a slot taken is indexed now.
       if (!this.single && this.owner !== null && code === '' && key?.concurrency != null) void this.client.sadd(ownerCalls(this.owner), ownerMember).catch(() => undefined);
       safely(() => done(key, code === '' ? null : (code as GatewayErrorCode), retryAfter));
-    }, (err: unknown) => {
-      this.failed('admit', err);
-      // The script may have run and taken a slot whose reply was lost: free it (idempotent).
-      this.releaseByHash(hash, callId);
-      safely(() => done(undefined, 'store_unavailable', 0));
     });
+  }
+
+  admitHolding(hash: string, surface: KeyMode, callId: string, hold: HoldEitherWay, done: AdmissionListener): void {
+    const { credit, token } = hold;
+    const owner = this.owner ?? '';
+    const ownerMember = `${hash} ${callId}`;
+    // The call's entry (CallEntry) but for what the key decides (account, key id, hold,
+    // interrupted charge), which the script adds.
+    const entry = `{"o":${JSON.stringify(owner)},"p":1,"at":"${credit.at}","it":"${credit.interruptedInputTokens}","e":${JSON.stringify(credit.endpoint)},"m":${JSON.stringify(credit.model)},"s":"${credit.stream ? '1' : '0'}"`;
+    const args = [keyName(hash), rateName(hash), callsName(hash)];
+    if (this.single) args.push(ownerCalls(this.owner ?? NO_OWNER), SWITCHES);
+    args.push(surface, callId, owner, ownerMember, credit.model, credit.enabledByDefault ? '1' : '0', entry,
+      String(credit.amount), String(credit.interruptedCharge), String(token.amount), String(token.interruptedCharge));
+    const decided = (err: Error | null, reply: unknown, switchedOn = true): void => {
+      if (err !== null) return this.admitFailed(hash, callId, err, done);
+      const [code, retryAfter, raw] = reply as [string, number, string | null];
+      const key = raw ? this.keyOf(raw) : undefined;
+      if (!this.single) {
+        if (code !== '') this.unindex(ownerMember);
+        else if (!switchedOn) {
+          this.releaseByHash(hash, callId);
+          return safely(() => done(key, 'model_not_available', 0));
+        }
+      }
+      safely(() => done(key, code === '' ? null : (code as GatewayErrorCode), retryAfter));
+    };
+    if (this.single) return this.run(this.hot.admit, args, decided);
+    // On a Cluster the switch and the owner index are in other slots: sent in the same turn, so
+    // they travel in the same round trip (the index entry is taken back if nothing is held).
+    if (this.owner !== null) void this.client.sadd(ownerCalls(this.owner), ownerMember).catch(() => undefined);
+    Promise.all([this.s.tgAdmit(...args), this.client.hget(SWITCHES, credit.model)]).then(
+      ([reply, sw]) => decided(null, reply, sw === null ? credit.enabledByDefault : sw === '1'),
+      (err: Error) => decided(err, null),
+    );
+  }
+
+  /** An admission whose reply did not come: refused 503, and whatever it may have taken freed. */
+  private admitFailed(hash: string, callId: string, err: Error, done: AdmissionListener): void {
+    this.failed('admit', err);
+    // The script may have run and taken a slot or placed a hold whose reply was lost: free it (idempotent).
+    this.releaseByHash(hash, callId);
+    safely(() => done(undefined, 'store_unavailable', 0));
+  }
+
+  /** On a Cluster: takes a call out of this process's owner index (sent beside the scripts). */
+  private unindex(ownerMember: string): void {
+    if (this.owner !== null) void this.client.srem(ownerCalls(this.owner), ownerMember).catch(() => undefined);
+  }
+
+  /**
+   * A key record from its JSON as a script returned it: parsed once per version of the record
+   * (the last few hundred are kept), not once per call. Records are never changed in place.
+   */
+  private keyOf(raw: string): KeyRecord {
+    let key = this.parsedKeys.get(raw);
+    if (key === undefined) {
+      if (this.parsedKeys.size >= 512) this.parsedKeys.clear();
+      key = JSON.parse(raw) as KeyRecord;
+      this.parsedKeys.set(raw, key);
+    }
+    return key;
   }
 
   lookup(hash: string, done: (key: KeyRecord | undefined, failure: unknown) => void): void {
@@ -217,27 +290,29 @@ export class RedisStore implements GatewayStore {
       it: String(hold.interruptedInputTokens), e: hold.endpoint, m: hold.model, s: hold.stream ? '1' : '0', k: key.id,
     };
     const ownerMember = `${key.hash} ${callId}`;
-    const keys = [callsName(key.hash), accountName(key.account)];
-    let switchBeside: Promise<string | null> | null = null;
-    if (this.single) keys.push(SWITCHES, ownerCalls(this.owner ?? NO_OWNER));
-    else {
-      // On a Cluster the switch and the owner index are in other slots: sent in the same turn,
-      // so they travel in the same round trip.
-      if (this.owner !== null) void this.client.sadd(ownerCalls(this.owner), ownerMember).catch(() => undefined);
-      switchBeside = this.client.hget(SWITCHES, hold.model);
-    }
-    const placed = this.s.tgHold(...keys, callId, JSON.stringify(entry), String(hold.amount), hold.model, hold.enabledByDefault ? '1' : '0', ownerMember);
-    Promise.all([placed, switchBeside]).then(([reply, sw]) => {
-      if (switchBeside !== null && !(sw === null ? hold.enabledByDefault : sw === '1')) {
+    const args = [callsName(key.hash), accountName(key.account)];
+    if (this.single) args.push(SWITCHES, ownerCalls(this.owner ?? NO_OWNER));
+    args.push(callId, JSON.stringify(entry), String(hold.amount), hold.model, hold.enabledByDefault ? '1' : '0', ownerMember);
+    const placed = (err: Error | null, reply: unknown, switchedOn = true): void => {
+      if (err !== null) {
+        this.failed('hold', err);
+        this.release(key, callId);
+        return safely(() => done('store_unavailable'));
+      }
+      if (!switchedOn) {
         this.release(key, callId);
         return safely(() => done('model_not_available'));
       }
       safely(() => done(reply === '' ? null : (reply as GatewayErrorCode)));
-    }, (err: unknown) => {
-      this.failed('hold', err);
-      this.release(key, callId);
-      safely(() => done('store_unavailable'));
-    });
+    };
+    if (this.single) return this.run(this.hot.hold, args, placed);
+    // On a Cluster the switch and the owner index are in other slots: sent in the same turn,
+    // so they travel in the same round trip.
+    if (this.owner !== null) void this.client.sadd(ownerCalls(this.owner), ownerMember).catch(() => undefined);
+    Promise.all([this.s.tgHold(...args), this.client.hget(SWITCHES, hold.model)]).then(
+      ([reply, sw]) => placed(null, reply, sw === null ? hold.enabledByDefault : sw === '1'),
+      (err: Error) => placed(err, null),
+    );
   }
 
   release(key: KeyRecord, callId: string): void {
@@ -246,35 +321,102 @@ export class RedisStore implements GatewayStore {
 
   private releaseByHash(hash: string, callId: string): void {
     const ownerMember = `${hash} ${callId}`;
-    const attempt = (): Promise<unknown> => {
-      const keys = [callsName(hash)];
-      if (this.single) keys.push(ownerCalls(this.owner ?? NO_OWNER));
-      return this.s.tgRelease(...keys, callId, ownerMember).then(() => {
-        if (!this.single && this.owner !== null) return this.client.srem(ownerCalls(this.owner), ownerMember);
-        return undefined;
-      });
-    };
+    const args = [callsName(hash)];
+    if (this.single) args.push(ownerCalls(this.owner ?? NO_OWNER));
+    args.push(callId, ownerMember);
+    const attempt = (): Promise<unknown> => this.runPromised(this.hot.release, args).then(() => {
+      if (!this.single && this.owner !== null) return this.client.srem(ownerCalls(this.owner), ownerMember);
+      return undefined;
+    });
     attempt().catch(() => this.retries.push(attempt));
   }
 
   record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true): void {
-    const m = member(usage.at, usage.callId);
     const ownerMember = `${key.hash} ${usage.callId}`;
-    const keys = [callsName(key.hash), accountName(key.account), usageIndex(key.hash), usageRows(key.hash), dayName(key.hash, usage.at)];
-    if (this.single) keys.push(ownerCalls(this.owner ?? NO_OWNER));
-    const args = [usage.callId, m, JSON.stringify(usageToRow(usage)), String(charge.nano), String(charge.tokens), usage.model, String(usage.tokensCharged), settles ? '1' : '0', ownerMember];
-    const attempt = (): Promise<unknown> => this.s.tgSettle(...keys, ...args).then((stored) => {
-      if (stored === 0 && settles) log('warn', 'call_already_settled', { requestId: usage.callId, keyPrefix: key.prefix });
+    const args = [callsName(key.hash), accountName(key.account), usageIndex(key.hash), usageRows(key.hash), dayName(key.hash, usage.at)];
+    if (this.single) args.push(ownerCalls(this.owner ?? NO_OWNER));
+    args.push(usage.callId, member(usage.at, usage.callId), JSON.stringify(usageToRow(usage)), String(charge.nano), String(charge.tokens), usage.model,
+      String(usage.tokensCharged), settles ? '1' : '0', ownerMember);
+    const stored = (reply: unknown): void => {
+      if (reply === 0 && settles) log('warn', 'call_already_settled', { requestId: usage.callId, keyPrefix: key.prefix });
       if (!this.single && this.owner !== null) void this.client.srem(ownerCalls(this.owner), ownerMember).catch(() => undefined);
-    });
-    attempt().then(() => tellCommitted(listener, null), (err: unknown) => {
+    };
+    this.run(this.hot.settle, args, (err, reply) => {
+      if (err === null) {
+        stored(reply);
+        return tellCommitted(listener, null);
+      }
       this.failed('settle', err);
       // Idempotent by call id: tried again until Redis has it, so what the provider billed is
       // charged once (or, should this process die first, settled as interrupted by a survivor).
-      this.retries.push(attempt);
+      this.retries.push(() => this.runPromised(this.hot.settle, args).then(stored));
       tellCommitted(listener, err);
     });
   }
+
+  /**
+   * Runs a script of the request path: on one server straight through the connection
+   * (hotScript), on a Cluster through ioredis's commands (routed by slot, auto-pipelined).
+   * `args`: its keys, then its arguments.
+   */
+  private run(script: HotScript, args: string[], done: (err: Error | null, reply: unknown) => void): void {
+    if (!this.single) {
+      (this.s[script.name](...args) as Promise<unknown>).then((reply) => done(null, reply), (err: Error) => done(err, null));
+      return;
+    }
+    this.send(script, args, (err, reply) => {
+      // A server that lost its scripts (restarted): the script's text once, then its SHA again.
+      if (err !== null && err.message.startsWith('NOSCRIPT')) return this.send(script, args, done, true);
+      done(err, reply);
+    });
+  }
+
+  private runPromised(script: HotScript, args: string[]): Promise<unknown> {
+    return new Promise((resolve, reject) => this.run(script, args, (err, reply) => (err === null ? resolve(reply) : reject(err))));
+  }
+
+  /**
+   * One script call on the single server's connection, with ioredis's own command (its reply
+   * parsing, its command timeout, its failure when the connection is down), but not through its
+   * auto-pipelining: the connection is corked at the first command of an event-loop turn and
+   * uncorked at the end of the turn (setImmediate, after the turn's I/O callbacks), so every
+   * command of the turn leaves in one write, and a turn's commands go out at once rather than
+   * wait for the previous batch's replies (ioredis keeps one auto-pipeline in flight).
+   * Measured (a script returning at once, 32 callers): 10.5 µs of client CPU per call against
+   * 19.3 µs through auto-pipelining.
+   */
+  private send(script: HotScript, args: string[], done: (err: Error | null, reply: unknown) => void, text = false): void {
+    const client = this.client as Redis;
+    const stream = client.stream;
+    // The script's text the first time on a connection (as ioredis's defineCommand does), its SHA after.
+    if (stream !== this.loadedOn) {
+      this.loadedOn = stream;
+      this.loaded.clear();
+    }
+    if (!this.loaded.has(script)) {
+      this.loaded.add(script);
+      text = true;
+    }
+    if (this.corked === null && stream && client.status === 'ready') {
+      stream.cork();
+      this.corked = stream;
+      setImmediate(this.uncork);
+    }
+    const command = new Command(text ? 'eval' : 'evalsha', [text ? script.lua : script.sha, script.keys, ...args], UTF8, (err: Error | null | undefined, reply: unknown) => {
+      if (err) {
+        if (err.message.startsWith('NOSCRIPT')) this.loaded.delete(script);
+        return done(err, null);
+      }
+      done(null, reply);
+    });
+    client.sendCommand(command);
+  }
+
+  private readonly uncork = (): void => {
+    const stream = this.corked;
+    this.corked = null;
+    stream?.uncork();
+  };
 
   // ── calls whose process died ─────────────────────────────────────────────
 
@@ -680,6 +822,16 @@ export class RedisStore implements GatewayStore {
  * an unhandled rejection (which ends the process): it is logged instead, like a failing listener
  * of LMDB's group commit.
  */
+/** A script of the request path: its name for ioredis (a Cluster), its text, SHA-1 and number of keys. */
+interface HotScript { name: keyof Scripts; lua: string; sha: string; keys: number }
+
+function hotScript(name: keyof Scripts, lua: string, keys: number): HotScript {
+  return { name, lua, sha: createHash('sha1').update(lua).digest('hex'), keys };
+}
+
+/** Replies as strings (ioredis's default for its commands). */
+const UTF8 = { replyEncoding: 'utf8' as const };
+
 function safely(listener: () => void): void {
   try {
     listener();

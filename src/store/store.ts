@@ -42,6 +42,17 @@ export interface Hold {
 }
 
 /**
+ * The hold of a call computed before its admission (its body came whole with its head), in both
+ * units: which one applies is known only once the key is read.
+ */
+export interface HoldEitherWay {
+  /** The hold should the key be a credit key (nUSD). */
+  credit: Hold;
+  /** The hold should the key be a token key (tokens); the same call, endpoint, model and time. */
+  token: Hold;
+}
+
+/**
  * Told the outcome of steps 3–7: the key (undefined when unknown) and null when admitted,
  * else the refusal, with the seconds a 429 carries in `retry-after`.
  */
@@ -62,6 +73,16 @@ export interface Admission {
    * or its settlement. `done` is called exactly once, possibly before `admit` returns.
    */
   admit(hash: string, surface: KeyMode, callId: string, done: AdmissionListener): void;
+  /**
+   * `admit`, then, in the same atomic step and only for an admitted key, what `Ledger.hold` does
+   * for `model`, with step 9 (the key's allowlist, `model_not_allowed`) checked between the two
+   * as the order of checks puts it: for an inference call whose body was at hand before its
+   * admission and whose model the catalogue serves. `done` is told as by `admit`; its refusal
+   * may then also be step 9's, step 10's run-time switch, or the hold's. Admitted (null): the
+   * hold is placed, as after `hold`. A backend whose admission and hold cost no round trip of
+   * their own (LMDB) leaves it out; the call then takes `admit` and `hold`.
+   */
+  admitHolding?(hash: string, surface: KeyMode, callId: string, hold: HoldEitherWay, done: AdmissionListener): void;
   /** Step 3 alone, for the usage API (suspended and expired keys read their usage). */
   lookup(hash: string, done: (key: KeyRecord | undefined, failure: unknown) => void): void;
   /** Step 10's run-time switch alone (the hold checks it itself): enabled, or null when the store failed. */
