@@ -8,7 +8,7 @@ import { requestLevers } from './formats/levers.js';
 import { requestFacts } from './formats/model.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange } from './forward/exchange.js';
-import { buildUpstreams, closeUpstreams, type Upstream } from './forward/pools.js';
+import { buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
 import { readBody, REFUSED, TOO_LARGE } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
 import { Drain } from './http/drain.js';
@@ -57,9 +57,11 @@ export interface Gateway {
 export function createGateway(config: Config, store: Store, options: GatewayOptions = {}): Gateway {
   const routes = buildRoutes();
   const upstreams = buildUpstreams(config, options.env);
+  options.metrics?.watchUpstreamQueues(() => queuedCalls(upstreams));
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
+  const clientStallMs = config.limits.clientStallMs;
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
   store.serveCalls();
   const { maxRequestBytes, maxJsonDepth } = config.limits;
@@ -113,7 +115,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
       if (res.destroyed) return store.release(key, requestId);
       try {
         const exchange = new Exchange(res, requestId, {
-          store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
+          store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs, clientStallMs,
           startedAt: hold.at, levers,
           // Parsed only if an estimate needs the prompt's text (a call that ends normally never does).
           get requestBody() {

@@ -18,6 +18,7 @@ export const DEFAULT_LIMITS: Limits = {
   upstreamBodyTimeoutMs: 600_000,
   upstreamConnections: 256,
   clientGoneGraceMs: 300_000,
+  clientStallMs: 30_000,
   maxJsonDepth: 128,
   maxHeaderBytes: 16 * 1024,
   clientHeadersTimeoutMs: 20_000,
@@ -198,6 +199,7 @@ function compileLimits(raw: Json): Limits {
   if (l.upstreamHeadersTimeoutMs !== undefined) limits.upstreamHeadersTimeoutMs = integer(l.upstreamHeadersTimeoutMs, 'limits.upstreamHeadersTimeoutMs', 1, 3_600_000);
   if (l.upstreamBodyTimeoutMs !== undefined) limits.upstreamBodyTimeoutMs = integer(l.upstreamBodyTimeoutMs, 'limits.upstreamBodyTimeoutMs', 1, 3_600_000);
   if (l.clientGoneGraceMs !== undefined) limits.clientGoneGraceMs = integer(l.clientGoneGraceMs, 'limits.clientGoneGraceMs', 0, 3_600_000);
+  if (l.clientStallMs !== undefined) limits.clientStallMs = integer(l.clientStallMs, 'limits.clientStallMs', 100, 3_600_000);
   if (l.upstreamConnections !== undefined) limits.upstreamConnections = integer(l.upstreamConnections, 'limits.upstreamConnections', 1, 65_536);
   if (l.maxJsonDepth !== undefined) limits.maxJsonDepth = integer(l.maxJsonDepth, 'limits.maxJsonDepth', 2, 4096);
   if (l.maxHeaderBytes !== undefined) limits.maxHeaderBytes = integer(l.maxHeaderBytes, 'limits.maxHeaderBytes', 1024, 1024 * 1024);
