@@ -16,7 +16,11 @@ export const DEFAULT_LIMITS: Limits = {
   maxRequestBytes: 32 * 1024 * 1024,
   upstreamHeadersTimeoutMs: 600_000,
   upstreamBodyTimeoutMs: 600_000,
-  upstreamConnections: 256,
+  // Streams hold a connection for their whole length (seconds to minutes): 1,000 concurrent
+  // 4-second streams through a pool of 256 queued in four waves (first byte p50 5.5 s, p99 14 s),
+  // where 1,024 let all run at once (bench/README.md, provider connections). One process here
+  // runs out of CPU near that many streams, so a larger pool would only hold idle sockets.
+  upstreamConnections: 1024,
   clientGoneGraceMs: 300_000,
   clientStallMs: 30_000,
   maxJsonDepth: 128,
