@@ -3,7 +3,7 @@
  * /proc readers, the load generator (autocannon) and a sequential streaming client.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -95,13 +95,20 @@ export interface Server {
  * Spawns `node ARGS` (or `EXECUTABLE ARGS`) and resolves once its stdout shows `listening on
  * http://…`. The child is registered for `stopAll()` (and a SIGKILL on exit of the harness,
  * whatever the reason).
+ *
+ * Its stdout (tollgate's access log) goes to a file in a temporary directory, as a log shipper
+ * would tail it, not to a pipe: draining a pipe here would put the log's reading on the load
+ * generator, which shares the cores with the servers, and charge it to the gateway's throughput.
  */
 export function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000, executable = process.execPath): Promise<Server> {
+  const outPath = join(tempDir('tollgate-bench-out-'), 'stdout.log');
+  const outFd = openSync(outPath, 'a');
   const proc = spawn(executable, args, {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', outFd, 'pipe'],
   });
+  closeSync(outFd);
   children.add(proc);
   tellReaper(`p ${proc.pid}`);
   proc.once('exit', () => {
@@ -114,27 +121,34 @@ export function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv
     if (err.length > 65536) err = err.slice(-65536);
   });
   return new Promise<Server>((resolve, reject) => {
-    let out = '';
+    // Told by inotify when the file grows (start-up times stay exact, bench/startup.ts), and a
+    // slow poll besides, which also enforces the time limit.
+    const watcher = watch(outPath, () => check());
     const timer = setTimeout(() => fail(new Error(`${name} did not start within ${timeoutMs} ms`)), timeoutMs);
-    const fail = (e: Error): void => {
+    const poll = setInterval(() => check(), 100);
+    const done = (): void => {
+      watcher.close();
       clearTimeout(timer);
-      reject(new Error(`${e.message}\n--- ${name} stdout ---\n${out}\n--- ${name} stderr ---\n${err}`));
+      clearInterval(poll);
+    };
+    const fail = (e: Error): void => {
+      done();
+      reject(new Error(`${e.message}\n--- ${name} stdout ---\n${readFileSync(outPath, 'utf8').slice(0, 65536)}\n--- ${name} stderr ---\n${err}`));
     };
     proc.once('error', fail);
     proc.once('exit', (code, signal) => fail(new Error(`${name} exited early (code ${code}, signal ${signal})`)));
-    proc.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        proc.removeAllListeners('exit');
-        proc.once('exit', () => children.delete(proc));
-        // Keep reading stdout (the access log), as a log collector would, without keeping it.
-        proc.stdout!.removeAllListeners('data');
-        proc.stdout!.on('data', () => undefined);
-        resolve({ name, url: m[1]!, proc, pid: proc.pid!, log: () => err });
-      }
-    });
+    let settled = false;
+    function check(): void {
+      if (settled) return;
+      const m = /listening on (http:\/\/\S+)/.exec(readFileSync(outPath, 'utf8'));
+      if (m === null) return;
+      settled = true;
+      done();
+      proc.removeAllListeners('exit');
+      proc.once('exit', () => children.delete(proc));
+      resolve({ name, url: m[1]!, proc, pid: proc.pid!, log: () => err });
+    }
+    check();
   });
 }
 
@@ -341,6 +355,8 @@ export interface TollgateOptions {
   limits?: Record<string, number>;
   /** Run this executable (the single binary, dist/tollgate) instead of `node dist/cli/main.js`. */
   executable?: string;
+  /** More environment for the key's creation and the server (TOLLGATE_REDIS_URL: the Redis backend). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -373,10 +389,10 @@ export async function startTollgate(name: string, mockUrl: string, workers: numb
     ...(process.env.BENCH_FSYNC ? { storage: { fsync: process.env.BENCH_FSYNC } } : {}),
   }, null, 2));
   const common = ['--config', configFile, '--data', dataDir];
-  const created = JSON.parse(await runNode([...cli, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common], {}, executable)) as { key: string };
+  const created = JSON.parse(await runNode([...cli, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common], options.env ?? {}, executable)) as { key: string };
   const args = [...(executable ? [] : nodeFlags), ...cli, 'serve', ...common, '--host', HOST, '--port', '0'];
   if (workers > 1) args.push('--workers', String(workers));
-  const env = { OPENAI_API_KEY: 'sk-bench-openai', ANTHROPIC_API_KEY: 'sk-bench-anthropic', TOLLGATE_QUIET: '1' };
+  const env = { OPENAI_API_KEY: 'sk-bench-openai', ANTHROPIC_API_KEY: 'sk-bench-anthropic', TOLLGATE_QUIET: '1', ...options.env };
   const server = await spawnServer(name, args, env, undefined, executable);
   let workerPids = [server.pid];
   if (workers > 1) {

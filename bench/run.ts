@@ -10,6 +10,9 @@
  *   npm run bench -- --streams    only the streams-at-scale scenario (BENCH_SCENARIOS=streams)
  *   npm run bench -- --plain      only the request scenario (BENCH_SCENARIOS=plain)
  *
+ * Then, after the table, tollgate on Redis (bench/redis-row.ts) against the bare proxy, unless
+ * BENCH_REDIS=0.
+ *
  * Environment: BENCH_DURATION (s per autocannon run), BENCH_ROUNDS, BENCH_CONNECTIONS (comma
  * list), BENCH_STREAM_SAMPLES (streamed requests per target per round), BENCH_WARMUP (s),
  * BENCH_WORKERS (the second tollgate's --workers), BENCH_QUICK=1 (same as --quick),
@@ -23,6 +26,7 @@ import {
   BURST_BODY, CHAT_PATH, cpuMs, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, ROOT, startBareProxy,
   runMain, runNode, startMock, startTollgate, STREAM_BODY, StreamClient, type LoadResult,
 } from './lib.js';
+import { redisRow } from './redis-row.js';
 import { runScale, scaleBody, startScaleTarget, warmScale, type ScaleResult, type ScaleSettings, type ScaleTargetId } from './streams.js';
 
 // ── settings ────────────────────────────────────────────────────────────────
@@ -100,9 +104,15 @@ async function main(): Promise<void> {
   const plain = scenarios.has('plain') ? await plainScenario() : null;
   const scaled = scenarios.has('streams') ? await scaleScenario() : null;
   report(plain, scaled);
+  if (plain?.redis) process.stdout.write(`\n${plain.redis.join('\n')}\n`);
 }
 
-interface PlainRun { targets: Target[]; memory: { servingPeak: number; totalPeak: number; anonNow: number }[] }
+interface PlainRun {
+  targets: Target[];
+  memory: { servingPeak: number; totalPeak: number; anonNow: number }[];
+  /** The lines of the Redis row (bench/redis-row.ts), null with BENCH_REDIS=0. */
+  redis: string[] | null;
+}
 
 async function plainScenario(): Promise<PlainRun> {
   if (BINARY !== null && !existsSync(BINARY)) throw new Error(`${BINARY} is missing: build it with \`npm run build:binary\``);
@@ -184,13 +194,15 @@ async function plainScenario(): Promise<PlainRun> {
     const text = s?.log().trim();
     if (text) targets[i + 2]!.warnings.push(`wrote to stderr: ${text.split('\n').slice(0, 3).join(' | ')}`);
   }
+  // Tollgate on Redis against the same mock and bare proxy, printed after the table.
+  const redis = process.env.BENCH_REDIS !== '0' ? await redisRow(mock.url, bare.url, settings, progress) : null;
   for (const s of [mock, bare, one, many, bin]) {
     if (s === null) continue;
     const exited = new Promise<void>((resolve) => s.proc.once('exit', () => resolve()));
     s.proc.kill('SIGTERM');
     await exited;
   }
-  return { targets, memory };
+  return { targets, memory, redis };
 }
 
 // ── streams at scale ────────────────────────────────────────────────────────

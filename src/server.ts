@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { fundsRefusal, keyRefusal, modelAllowed } from './admit/admit.js';
+import { modelAllowed } from './admit/admit.js';
 import { credentialOf } from './auth/credential.js';
 import { hashKey, isWellFormedKey } from './auth/keys.js';
 import type { Config } from './config/types.js';
@@ -23,7 +23,7 @@ import type { AccessLog } from './observe/access-log.js';
 import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
 import type { Metrics } from './observe/metrics.js';
 import { unpricedRefusal } from './meter/levers.js';
-import type { Store } from './store/lmdb.js';
+import type { GatewayStore } from './store/store.js';
 import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from './store/types.js';
 import { serveUsageApi } from './usage/api.js';
 import { serveUsagePage } from './usage/page.js';
@@ -54,7 +54,7 @@ export interface Gateway {
  * Wires the stages in the spec's order of checks. Everything the handler consults — routes,
  * model table, provider pools, header tables, error bodies — is built here, once.
  */
-export function createGateway(config: Config, store: Store, options: GatewayOptions = {}): Gateway {
+export function createGateway(config: Config, store: GatewayStore, options: GatewayOptions = {}): Gateway {
   const routes = buildRoutes();
   const upstreams = buildUpstreams(config, options.env);
   options.metrics?.watchUpstreamQueues(() => queuedCalls(upstreams));
@@ -63,7 +63,7 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
   const clientStallMs = config.limits.clientStallMs;
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
-  store.serveCalls();
+  void store.serveCalls();
   const { maxRequestBytes, maxJsonDepth } = config.limits;
   const observer = new Observer(options.metrics ?? null, options.accessLog ?? null);
   const readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
@@ -90,9 +90,9 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     if (!modelAllowed(key, facts.model)) return refuse('model_not_allowed');
     const model = config.models.get(facts.model);
     const endpoint = route.endpoint!;
-    if (model === undefined || !model.endpoints.has(endpoint) || !(store.modelSwitch(model.id) ?? model.enabledByDefault)) {
-      return refuse('model_not_available');
-    }
+    // Step 10: the catalogue here; the run-time switch (`tollgate models disable`) is read by
+    // the hold below, in the same store call, so that it costs no round trip of its own.
+    if (model === undefined || !model.endpoints.has(endpoint)) return refuse('model_not_available');
     const upstream = upstreamOf(model.provider.name);
     // A provider without its credential is never called: an empty credential would earn the
     // provider's 401, which the client would take for a verdict on its own key.
@@ -103,8 +103,13 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     const levers = requestLevers(format.levers, facts, req.headers);
     const unpriced = key.mode === 'credit' ? unpricedRefusal(levers, model) : null;
     if (unpriced !== null) {
-      store.release(key, requestId);
-      return sendErrorSaying(res, 'unpriced_option', requestId, unpriced);
+      // A switched-off model is refused as such first (step 10 comes before this check).
+      return store.modelEnabled(model.id, model.enabledByDefault, (enabled) => {
+        store.release(key, requestId);
+        if (enabled === null) return sendError(res, 'store_unavailable', requestId);
+        if (!enabled) return sendError(res, 'model_not_available', requestId);
+        sendErrorSaying(res, 'unpriced_option', requestId, unpriced);
+      });
     }
     // Streams must report usage; a body that does not ask for it is the one thing changed.
     const usageBody = format.streamUsageRequest?.(facts);
@@ -185,24 +190,30 @@ export function createGateway(config: Config, store: Store, options: GatewayOpti
     // 2. A credential is present; 3. the key is known.
     const credential = credentialOf(req.headers);
     if (credential === undefined) return sendError(res, 'missing_api_key', requestId);
-    const key = isWellFormedKey(credential) ? store.keyByHash(hashKey(credential)) : undefined;
-    if (key === undefined) return sendError(res, 'invalid_api_key', requestId);
-    noteKey(res, key);
-    if (route.kind === 'usage-api') return serveUsageApi(res, store, key, query, requestId);
-    // 4. Usable (status, expiry); 5. right surface.
-    const now = Date.now();
-    const refusal = keyRefusal(key, route.surface!, now);
-    if (refusal !== null) return sendError(res, refusal, requestId);
-    // 6. Funds, net of what the key's calls in flight hold.
-    const short = fundsRefusal(store.account(key.account));
-    if (short !== null) return sendError(res, short, requestId);
-    // 7. Rate, then concurrency, before the body is read (decided in this turn's group commit).
-    if (key.rpm === null && key.concurrency === null) return proceed(req, res, route, key, requestId, query);
-    store.admit(key, requestId, now, (refusal, retryAfter) => {
-      if (refusal !== null) return sendError(res, refusal, requestId, refusal === 'store_unavailable' ? undefined : retryAfter);
+    if (!isWellFormedKey(credential)) return sendError(res, 'invalid_api_key', requestId);
+    const hash = hashKey(credential);
+    if (route.kind === 'usage-api') {
+      return store.lookup(hash, (key, failure) => {
+        if (failure) return sendError(res, 'store_unavailable', requestId);
+        if (key === undefined) return sendError(res, 'invalid_api_key', requestId);
+        noteKey(res, key);
+        serveUsageApi(res, store, key, query, requestId).catch(() => {
+          if (!res.headersSent) sendError(res, 'store_unavailable', requestId);
+          else res.destroy();
+        });
+      });
+    }
+    // 3. Known; 4. usable (status, expiry); 5. right surface; 6. funds, net of what the key's
+    // calls in flight hold; 7. rate, then concurrency, before the body is read — one store
+    // call (LMDB: reads now and this turn's group commit; Redis: one script).
+    store.admit(hash, route.surface!, requestId, (key, refusal, retryAfter) => {
+      if (key !== undefined) noteKey(res, key);
+      if (refusal !== null) {
+        return sendError(res, refusal, requestId, refusal === 'rate_limit_exceeded' || refusal === 'concurrency_limit_exceeded' ? retryAfter : undefined);
+      }
       // The client left while waiting: free the slot rather than read a body that will not come.
-      if (res.destroyed) return store.release(key, requestId);
-      proceed(req, res, route, key, requestId, query);
+      if (res.destroyed) return store.release(key!, requestId);
+      proceed(req, res, route, key!, requestId, query);
     });
   }
 

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { eventually, startCall, type LeavingClient } from './helpers/client-gone.js';
 import { allRecords, defaultConfig, startGateway, usageOf, type Harness } from './helpers/harness.js';
+import { prng } from './helpers/prng.js';
 
 // Many clients leaving mid-stream at random points: every call ends up billed — exactly, from the
 // provider's usage, when the provider finishes within the grace period; as a marked estimate when
@@ -16,15 +17,6 @@ const PATHS = [
   ['/v1/messages', { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, 3],
 ] as const; // path, body, events each format sends before its first content delta
 
-/** mulberry32: a small seeded PRNG, so every run sends the same calls. */
-function prng(seed: number): (n: number) => number {
-  return (n) => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return Math.floor((((x ^ (x >>> 14)) >>> 0) / 4294967296) * n);
-  };
-}
 
 /** Starts `count` streams of 20 events, each held by the mock at a seeded point; every client leaves before it. */
 async function leaveAtRandomPoints(gw: Harness, key: string, count: number, tag: string): Promise<void> {

@@ -16,21 +16,13 @@ import { GATEWAY_ERRORS } from '../src/http/errors.js';
 import { exchange, parseResponses, portOf } from './helpers/raw-http.js';
 import { eventually } from './helpers/client-gone.js';
 import { defaultConfig, post, startGateway, usageOf, type Harness } from './helpers/harness.js';
+import { prng } from './helpers/prng.js';
 
 const WARMUP = 5_000;
 const MEASURED = 10_000;
 const PARALLEL = 16;
 const MAX_BODY = 64 * 1024;
 
-/** mulberry32: a small seeded PRNG, so every run sends the same requests. */
-function prng(seed: number): (n: number) => number {
-  return (n) => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return Math.floor((((x ^ (x >>> 14)) >>> 0) / 4294967296) * n);
-  };
-}
 const random = prng(20261122);
 const pick = <T>(items: readonly T[]): T => items[random(items.length)]!;
 

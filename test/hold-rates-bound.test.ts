@@ -50,9 +50,11 @@ t.test('a call\'s hold is priced at those rates', async (t) => {
   const { holdFor } = await import('../src/meter/hold.js');
   const { FORMATS } = await import('../src/formats/index.js');
   const config = compileConfig(structuredClone(DEFAULT_CONFIG), null);
-  const body = { model: 'claude-sonnet-4-5', max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] };
+  /** A body's top-level members as the request path reads them (hold.ts TopLevelFields). */
+  const fields = (body: Record<string, unknown>) => ({ member: (name: string) => body[name] });
+  const body = fields({ model: 'claude-sonnet-4-5', max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] });
   const hold = holdFor(FORMATS.messages, config.models.get('claude-sonnet-4-5')!, 'credit', body, 5000, false, 0);
   t.equal(hold.amount, 5000 * 12000 + 1000 * 22500, 'input bytes at the long-context 1-hour write rate, output cap at the long-context output rate');
-  const chat = holdFor(FORMATS.chat, config.models.get('gpt-5')!, 'credit', { model: 'gpt-5', max_tokens: 100 }, 300, false, 0);
+  const chat = holdFor(FORMATS.chat, config.models.get('gpt-5')!, 'credit', fields({ model: 'gpt-5', max_tokens: 100 }), 300, false, 0);
   t.equal(chat.amount, 300 * 2500 + 100 * 20000, 'GPT-5: the priority rates');
 });

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { open } from './helpers/raw-http.js';
@@ -28,7 +28,10 @@ for (const workers of [1, 2]) {
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const args = ['start', '--', '--data', join(dir, 'data'), '--host', '127.0.0.1', '--port', '0'];
     if (workers > 1) args.push('--workers', String(workers));
-    const npm = spawn('npm', args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    // `npm start` runs the `node` on PATH: the Node.js running this suite, first on PATH, so the
+    // server loads the LMDB binding built for it (npm run test:lts runs the suite on another one).
+    const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` };
+    const npm = spawn('npm', args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const npmExit = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
     let server: number | undefined;
     t.teardown(() => {

@@ -39,7 +39,7 @@ t.test('old records go in batches, recent ones and daily totals stay', async (t)
   }
   await Promise.all(committed);
   const oldDay = new Date(now - 401 * DAY).toISOString().slice(0, 10);
-  const totalsBefore = store.dailyOf(keys[0]!.id, '2020-01-01', '2030-01-01');
+  const totalsBefore = await store.dailyOf(keys[0]!, '2020-01-01', '2030-01-01');
 
   let clock = now - 100 * DAY; // nothing is old yet by this clock
   const sweeper = new RetentionSweeper(store, { retentionDays: 400, batch: 250, now: () => clock });
@@ -48,8 +48,8 @@ t.test('old records go in batches, recent ones and daily totals stay', async (t)
   clock = now;
   const batches: number[] = [];
   const original = store.deleteUsageBefore.bind(store);
-  store.deleteUsageBefore = (before, limit, from) => {
-    const r = original(before, limit, from);
+  store.deleteUsageBefore = async (before, limit, from) => {
+    const r = await original(before, limit, from);
     batches.push(r.deleted);
     return r;
   };
@@ -57,12 +57,12 @@ t.test('old records go in batches, recent ones and daily totals stay', async (t)
   t.ok(batches.every((n) => n <= 250), `in batches of at most 250 (${batches.join(', ')})`);
   t.ok(batches.length >= (3 * 700) / 250, 'many small transactions, not one big one');
   for (const key of keys) {
-    const left = store.usageOf(key.id, 1000);
+    const left = await store.usageOf(key, 1000);
     t.equal(left.length, 30, 'the recent records stay');
     t.ok(left.every((r) => r.at > now - 400 * DAY), 'only those within retention');
   }
-  t.same(store.dailyOf(keys[0]!.id, '2020-01-01', '2030-01-01'), totalsBefore, 'daily totals are kept, old days included');
-  t.equal(store.dailyOf(keys[0]!.id, oldDay, oldDay).get(oldDay)?.requests, 14, 'e.g. a day whose records are gone still counts its 14 calls');
+  t.same(await store.dailyOf(keys[0]!, '2020-01-01', '2030-01-01'), totalsBefore, 'daily totals are kept, old days included');
+  t.equal((await store.dailyOf(keys[0]!, oldDay, oldDay)).get(oldDay)?.requests, 14, 'e.g. a day whose records are gone still counts its 14 calls');
   t.equal(await sweeper.sweep(), 0, 'a second sweep finds nothing');
 });
 

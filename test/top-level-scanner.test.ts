@@ -7,16 +7,8 @@ import t from 'tap';
 import { RequestBody } from '../src/http/body.js';
 import { requestFacts } from '../src/formats/model.js';
 import { MAX_MEMBERS, TopLevelScanner } from '../src/formats/top-level-scanner.js';
+import { prng } from './helpers/prng.js';
 
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number): (n: number) => number {
-  return (n) => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return Math.floor((((x ^ (x >>> 14)) >>> 0) / 4294967296) * n);
-  };
-}
 
 const random = prng(7);
 const pick = <T>(items: readonly T[]): T => items[random(items.length)]!;

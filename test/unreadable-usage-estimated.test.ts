@@ -1,10 +1,13 @@
 import t from 'tap';
 import { post, startGateway, usageOf } from './helpers/harness.js';
+import { parseMetrics, seriesOf } from './helpers/prometheus.js';
 
 // A 2xx answer whose usage cannot be read completely and unambiguously is never served free:
 // it is billed from an estimate, marked `estimated: true`, with the reason in the record. What
 // could be read is kept (an answer reporting its input but not its output keeps that input).
-// Each shape, in each format, plain and streamed, against the mock provider.
+// Each shape, in each format, plain and streamed, against the mock provider. The access log and
+// the metrics say so too: the call's line carries `estimated` and its reason, and
+// tollgate_estimated_total counts it under its endpoint and the reason's kind.
 
 interface Format {
   name: string;
@@ -99,11 +102,27 @@ const SHAPES: Shape[] = [
   },
 ];
 
+/**
+ * The access-log lines of the calls chosen by `mine`, once there are `n` of them (a call's line is
+ * written in the turn after its record is made; stdout is a pipe).
+ */
+async function accessLines(gw: { serverOut(): string }, mine: (line: any) => boolean, n: number): Promise<any[]> {
+  let lines: any[] = [];
+  for (let i = 0; i < 250; i++) {
+    lines = gw.serverOut().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).filter(mine);
+    if (lines.length >= n) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return lines;
+}
+
 t.test('every unreadable usage shape is estimated, marked, billed, with its reason', async (t) => {
-  const gw = await startGateway(t);
+  const gw = await startGateway(t, { admin: true });
   const { key } = await gw.createKey(['--mode', 'credit', '--balance', '10']);
   let balance = 10_000_000_000;
   let checked = 0;
+  /** request id → [endpoint label, reason] of every call sent */
+  const sent = new Map<string, [string, string]>();
   for (const f of FORMATS) {
     for (const stream of [false, true]) {
       for (const shape of SHAPES) {
@@ -114,6 +133,7 @@ t.test('every unreadable usage shape is estimated, marked, billed, with its reas
         const body = { ...f.body, ...(stream ? { stream: true } : {}), ...(f.name === 'chat' && stream ? { stream_options: { include_usage: true } } : {}), mock: { inputTokens: 11, outputTokens: 7, ...switches } };
         const res = await post(gw.base + f.path, key, body);
         t.equal(res.status, 200, `${label}: the client gets the provider's 200`);
+        sent.set(res.headers.get('x-request-id')!, [f.name, reason]);
         const u = await usageOf(gw.base, key);
         const r = u.requests[0];
         t.match(r, { status: 200, error: null, estimated: true, estimateReason: reason }, `${label}: estimated, reason ${reason}`);
@@ -129,10 +149,26 @@ t.test('every unreadable usage shape is estimated, marked, billed, with its reas
     }
   }
   t.equal(checked, 60, 'every applicable format, mode and shape was tried');
+
+  // The access log: every call's line says it was estimated, and why.
+  const lines = await accessLines(gw, (l) => sent.has(l.requestId), sent.size);
+  t.equal(lines.length, sent.size, 'one access-log line per call');
+  for (const l of lines) {
+    const [endpoint, reason] = sent.get(l.requestId)!;
+    t.match(l, { endpoint, estimated: true, estimateReason: reason }, `access log: ${endpoint} ${reason}`);
+  }
+  // The metrics: tollgate_estimated_total by endpoint and reason kind, exactly the calls sent.
+  const expected = new Map<string, number>();
+  for (const [endpoint, reason] of sent.values()) {
+    const series = `${endpoint}|${reason.split(':')[0]}`; // the reason's kind, without the field's path
+    expected.set(series, (expected.get(series) ?? 0) + 1);
+  }
+  const scraped = seriesOf(parseMetrics(await (await fetch(`${gw.admin}/metrics`)).text()), 'tollgate_estimated_total');
+  t.same(Object.fromEntries(scraped.map((s) => [`${s.labels.endpoint}|${s.labels.reason}`, s.value])), Object.fromEntries(expected), 'tollgate_estimated_total counts each estimated call under its endpoint and reason');
 });
 
 t.test('readable usage is not estimated (the same calls without a broken shape)', async (t) => {
-  const gw = await startGateway(t);
+  const gw = await startGateway(t, { admin: true });
   const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
   for (const f of FORMATS) {
     for (const stream of [false, true]) {
@@ -142,4 +178,9 @@ t.test('readable usage is not estimated (the same calls without a broken shape)'
       t.match(r, { estimated: false, estimateReason: null, inputTokens: 11, outputTokens: 7 }, `${f.name} ${stream ? 'streamed' : 'plain'}`);
     }
   }
+  const lines = await accessLines(gw, (l) => l.endpoint !== 'usage', 6);
+  t.equal(lines.length, 6, 'six calls logged');
+  t.ok(lines.every((l) => l.estimated === false && l.estimateReason === null), 'none logged as estimated');
+  const scraped = seriesOf(parseMetrics(await (await fetch(`${gw.admin}/metrics`)).text()), 'tollgate_estimated_total');
+  t.equal(scraped.reduce((n, s) => n + s.value, 0), 0, 'none counted as estimated');
 });

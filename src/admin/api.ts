@@ -5,7 +5,7 @@ import { IssuerError } from '../issuer/errors.js';
 import { createPlan, expiresField, settingsPlan, topUpPlan, wholeField } from '../issuer/input.js';
 import * as ops from '../issuer/operations.js';
 import type { Actor, KeyWithAccount } from '../issuer/operations.js';
-import type { Store } from '../store/lmdb.js';
+import type { GatewayStore } from '../store/store.js';
 import { DAILY_COLUMNS, dailyRows, dayStart, dayText, MAX_RECORDS, RECORD_COLUMNS, recordRows, toCsv, TOTALS_COLUMNS, totalsPerKey, type DayRange } from './usage.js';
 import { OPENAPI } from './openapi.js';
 
@@ -16,7 +16,7 @@ import { OPENAPI } from './openapi.js';
  */
 
 export interface AdminContext {
-  store: Store;
+  store: GatewayStore;
   config: Config;
   /** Whose provider credentials decide `usable` in the model list: the serving process's. */
   env: NodeJS.ProcessEnv;
@@ -83,7 +83,7 @@ function checkQuery(query: URLSearchParams, allowed: readonly string[]): void {
 
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
   { method: 'GET', path: '/admin/v1/openapi.json', handle: () => ({ status: 200, json: OPENAPI }) },
-  { method: 'GET', path: '/admin/v1/keys', handle: ({ store }) => ({ status: 200, json: ops.listKeys(store).map((k) => keyJson(k.key, k.account)) }) },
+  { method: 'GET', path: '/admin/v1/keys', handle: async ({ store }) => ({ status: 200, json: (await ops.listKeys(store)).map((k) => keyJson(k.key, k.account)) }) },
   {
     method: 'POST', path: '/admin/v1/keys',
     async handle({ store, config }, call) {
@@ -98,10 +98,10 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
       const body = only(await call.body(), ['key']);
       if (typeof body.key !== 'string') throw new IssuerError('missing_field', 'key', (n) => `${n('key')} is needed: the full key to look up`);
       if (!/^gw_live_[0-9a-f]{32}$/.test(body.key)) throw new IssuerError('invalid_field', 'key', (n) => `${n('key')} must be a full key (gw_live_ + 32 hex)`);
-      return keyAnswer(ops.showKey(store, body.key));
+      return keyAnswer(await ops.showKey(store, body.key));
     },
   },
-  { method: 'GET', path: '/admin/v1/keys/{ref}', handle: ({ store }, call) => keyAnswer(ops.showKey(store, call.params.ref!)) },
+  { method: 'GET', path: '/admin/v1/keys/{ref}', handle: async ({ store }, call) => keyAnswer(await ops.showKey(store, call.params.ref!)) },
   {
     method: 'PATCH', path: '/admin/v1/keys/{ref}',
     async handle({ store, config }, call) {
@@ -136,60 +136,60 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   },
   {
     method: 'GET', path: '/admin/v1/keys/{ref}/usage',
-    handle({ store }, call) {
+    async handle({ store }, call) {
       checkQuery(call.query, ['from', 'to', 'format', 'limit']);
-      const { key, account } = ops.showKey(store, call.params.ref!);
+      const { key, account } = await ops.showKey(store, call.params.ref!);
       const range = dayRange(call.query);
       const fmt = format(call.query);
       const limit = call.query.has('limit') ? wholeField(call.query.get('limit'), 'limit', 1, MAX_RECORDS) : 1000;
-      const { rows, truncated } = recordRows(store, key, range, limit);
+      const { rows, truncated } = await recordRows(store, key, range, limit);
       if (fmt === 'csv') return { status: 200, csv: toCsv(RECORD_COLUMNS, rows) };
-      return { status: 200, json: { key: keyJson(key, account), from: range.from, to: range.to, requests: rows, truncated, daily: dailyRows(store, key, range) } };
+      return { status: 200, json: { key: keyJson(key, account), from: range.from, to: range.to, requests: rows, truncated, daily: await dailyRows(store, key, range) } };
     },
   },
   {
     method: 'GET', path: '/admin/v1/keys/{ref}/daily',
-    handle({ store }, call) {
+    async handle({ store }, call) {
       checkQuery(call.query, ['from', 'to', 'format']);
-      const { key } = ops.showKey(store, call.params.ref!);
+      const { key } = await ops.showKey(store, call.params.ref!);
       const range = dayRange(call.query);
-      const rows = dailyRows(store, key, range);
+      const rows = await dailyRows(store, key, range);
       if (format(call.query) === 'csv') return { status: 200, csv: toCsv(DAILY_COLUMNS, rows) };
       return { status: 200, json: { id: key.id, prefix: key.prefix, from: range.from, to: range.to, daily: rows } };
     },
   },
   {
     method: 'GET', path: '/admin/v1/usage',
-    handle({ store }, call) {
+    async handle({ store }, call) {
       checkQuery(call.query, ['from', 'to', 'format']);
       const range = dayRange(call.query);
-      const rows = totalsPerKey(store, range);
+      const rows = await totalsPerKey(store, range);
       if (format(call.query) === 'csv') return { status: 200, csv: toCsv(TOTALS_COLUMNS, rows) };
       return { status: 200, json: { from: range.from, to: range.to, keys: rows } };
     },
   },
-  { method: 'GET', path: '/admin/v1/models', handle: ({ store, config, env }) => ({ status: 200, json: ops.listModels(store, config, env) }) },
+  { method: 'GET', path: '/admin/v1/models', handle: async ({ store, config, env }) => ({ status: 200, json: await ops.listModels(store, config, env) }) },
   {
     method: 'POST', path: '/admin/v1/models/{id}/enable',
     async handle({ store, config, env }, call) {
       await ops.setModel(store, config, call.params.id!, true, call.actor);
-      return { status: 200, json: ops.listModels(store, config, env).find((m) => m.id === call.params.id) };
+      return { status: 200, json: (await ops.listModels(store, config, env)).find((m) => m.id === call.params.id) };
     },
   },
   {
     method: 'POST', path: '/admin/v1/models/{id}/disable',
     async handle({ store, config, env }, call) {
       await ops.setModel(store, config, call.params.id!, false, call.actor);
-      return { status: 200, json: ops.listModels(store, config, env).find((m) => m.id === call.params.id) };
+      return { status: 200, json: (await ops.listModels(store, config, env)).find((m) => m.id === call.params.id) };
     },
   },
   {
     method: 'GET', path: '/admin/v1/audit',
-    handle({ store }, call) {
+    async handle({ store }, call) {
       checkQuery(call.query, ['key']);
       const ref = call.query.get('key');
-      const keyId = ref === null ? undefined : ops.resolveKeyRef(store, ref).id;
-      return { status: 200, json: store.auditTrail(keyId).map(ops.auditView) };
+      const keyId = ref === null ? undefined : (await ops.resolveKeyRef(store, ref)).id;
+      return { status: 200, json: (await store.auditTrail(keyId)).map(ops.auditView) };
     },
   },
 ];

@@ -4,12 +4,12 @@ import type { Config } from '../config/types.js';
 import { nextRequestId } from '../http/request-id.js';
 import { IssuerError, type Naming } from '../issuer/errors.js';
 import { log } from '../log.js';
-import type { Store } from '../store/lmdb.js';
+import type { GatewayStore } from '../store/store.js';
 import { findAdminRoute, readJsonBody } from './api.js';
 import { serveHealthz, serveReadyz, type Readiness } from './health.js';
 
 export interface AdminOptions {
-  store: Store;
+  store: GatewayStore;
   config: Config;
   env: NodeJS.ProcessEnv;
   /** The admin token; undefined or empty: every /admin/v1/ request is refused. */

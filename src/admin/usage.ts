@@ -1,4 +1,4 @@
-import type { Store } from '../store/lmdb.js';
+import type { UsageStore } from '../store/store.js';
 import type { KeyRecord } from '../store/types.js';
 import { formatUsd } from '../money.js';
 import { dailyRows, dayText, requestView, type DayRange } from '../usage/api.js';
@@ -22,26 +22,26 @@ export function dayStart(text: string): number | undefined {
 }
 
 /** A key's records in the range, oldest first (at most `limit`; `truncated` says more exist). */
-export function recordRows(store: Store, key: KeyRecord, range: DayRange, limit: number): { rows: Record<string, unknown>[]; truncated: boolean } {
-  const records = store.usageBetween(key.id, range.fromMs, range.toMs + DAY_MS, limit + 1);
+export async function recordRows(store: UsageStore, key: KeyRecord, range: DayRange, limit: number): Promise<{ rows: Record<string, unknown>[]; truncated: boolean }> {
+  const records = await store.usageBetween(key, range.fromMs, range.toMs + DAY_MS, limit + 1);
   const truncated = records.length > limit;
   if (truncated) records.length = limit;
   return { rows: records.map(requestView), truncated };
 }
 
 /** Totals per key over the range: every key, those without calls at zero. */
-export function totalsPerKey(store: Store, range: DayRange): Record<string, unknown>[] {
-  return store.allKeys().map((key) => {
+export async function totalsPerKey(store: UsageStore, range: DayRange): Promise<Record<string, unknown>[]> {
+  return Promise.all((await store.allKeys()).map(async (key) => {
     let requests = 0;
     let costNano = 0;
     let tokens = 0;
-    for (const t of store.dailyOf(key.id, range.from, range.to).values()) {
+    for (const t of (await store.dailyOf(key, range.from, range.to)).values()) {
       requests += t.requests;
       costNano += t.costNano;
       tokens += t.tokens;
     }
     return { id: key.id, prefix: key.prefix, name: key.name, mode: key.mode, requests, costUsd: formatUsd(costNano), costNanoUsd: costNano, tokens };
-  });
+  }));
 }
 
 /** RFC 4180 CSV of flat rows (nested values, like byModel, are left out). */

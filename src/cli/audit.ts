@@ -11,7 +11,7 @@ export async function auditCommand(args: string[]): Promise<void> {
   }
   const adminUrl = adminUrlFrom(values);
   const config = adminUrl === undefined ? configFrom(values) : null;
-  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(openStore(values, config!), config!);
+  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(await openStore(values, config!), config!);
   try {
     const entries = await issuer.audit(values.key as string | undefined);
     if (values.json) {

@@ -1,8 +1,9 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { resolve } from 'node:path';
-import { ConfigError, loadConfig } from '../config/load.js';
+import { ConfigError, loadConfig, redisUrlProblem } from '../config/load.js';
 import type { Config } from '../config/types.js';
-import { Store } from '../store/lmdb.js';
+import { openStore as openBackend, type StorePlan } from '../store/open.js';
+import type { GatewayStore } from '../store/store.js';
 
 /** Bad usage: exit code 2 with this one line on stderr. */
 export class UsageError extends Error {}
@@ -13,6 +14,7 @@ export type Options = NonNullable<ParseArgsConfig['options']>;
 export const COMMON_OPTIONS: Options = {
   config: { type: 'string' },
   data: { type: 'string' },
+  redis: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -67,8 +69,24 @@ export function dataDirFrom(values: Parsed['values'], config: Config): string {
   return dir === undefined ? config.dataDir : resolve(dir);
 }
 
-export function openStore(values: Parsed['values'], config: Config): Store {
-  return Store.open(dataDirFrom(values, config));
+/**
+ * Which store a command opens: Redis when --redis, else TOLLGATE_REDIS_URL, else the config's
+ * storage.backend "redis" names a URL (flag over variable over file); else LMDB in the data
+ * directory.
+ */
+export function storePlanFrom(values: Parsed['values'], config: Config): StorePlan {
+  const flag = values.redis as string | undefined;
+  const variable = process.env.TOLLGATE_REDIS_URL || undefined;
+  const url = flag ?? variable ?? (config.storage.backend === 'redis' ? config.storage.redisUrl! : undefined);
+  if (url === undefined) return { backend: 'lmdb', dataDir: dataDirFrom(values, config) };
+  const problem = redisUrlProblem(url);
+  if (problem !== null) throw new UsageError(`${flag !== undefined ? '--redis' : variable !== undefined ? 'TOLLGATE_REDIS_URL' : 'storage.redisUrl'} ${problem}`);
+  return { backend: 'redis', url };
+}
+
+/** The store of an issuer command (LMDB opened with fsync on every commit: the CLI's changes are on disk when it returns). */
+export function openStore(values: Parsed['values'], config: Config): Promise<GatewayStore> {
+  return openBackend(storePlanFrom(values, config));
 }
 
 /** A whole number within bounds, from a flag's text. */

@@ -47,8 +47,8 @@ export async function demoCommand(args: string[]): Promise<void> {
   const [credit, creditSecret] = await makeKey('credit', 1_000_000_000);
   const [token, tokenSecret] = await makeKey('token', 10_000);
 
-  const left = (key: KeyRecord): string => {
-    const a = store.account(key.account)!;
+  const left = async (key: KeyRecord): Promise<string> => {
+    const a = (await store.account(key.account))!;
     return a.mode === 'credit' ? `balance $${formatUsd(a.balanceNano)}` : `budget ${a.budgetTokens - a.usedTokens}/${a.budgetTokens} tokens`;
   };
 
@@ -64,10 +64,10 @@ export async function demoCommand(args: string[]): Promise<void> {
       out(`  ${label.padEnd(44)} → ${res.status} ${JSON.parse(text).error.code}`);
       return;
     }
-    const record = store.usageOf(key.id, 20).find((r) => r.requestId === requestId);
+    const record = (await store.usageOf(key, 20)).find((r) => r.requestId === requestId);
     const cost = record?.costNano === null || record === undefined ? `${record?.tokensCharged ?? 0} tokens` : `$${formatUsd(record.costNano)}`;
     const cached = record?.cachedInputTokens ? ` (${record.cachedInputTokens} cached)` : '';
-    out(`  ${label.padEnd(44)} → ${res.status}  ${String(record?.inputTokens ?? 0).padStart(5)} in${cached.padEnd(14)} ${String(record?.outputTokens ?? 0).padStart(5)} out  charged ${cost.padEnd(12)} ${left(key)}`);
+    out(`  ${label.padEnd(44)} → ${res.status}  ${String(record?.inputTokens ?? 0).padStart(5)} in${cached.padEnd(14)} ${String(record?.outputTokens ?? 0).padStart(5)} out  charged ${cost.padEnd(12)} ${await left(key)}`);
   };
 
   try {

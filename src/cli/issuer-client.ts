@@ -4,7 +4,7 @@ import { parseUsd } from '../money.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from '../issuer/input.js';
 import * as ops from '../issuer/operations.js';
 import type { KeyWithAccount, ModelView } from '../issuer/operations.js';
-import type { Store } from '../store/lmdb.js';
+import type { GatewayStore } from '../store/store.js';
 import type { Account, KeyRecord, KeyStatus } from '../store/types.js';
 import { UsageError } from './common.js';
 
@@ -30,7 +30,7 @@ export interface IssuerClient {
   close(): Promise<void>;
 }
 
-export function localIssuer(store: Store, config: Config): IssuerClient {
+export function localIssuer(store: GatewayStore, config: Config): IssuerClient {
   const actor = ops.localActor();
   return {
     createKey: (plan) => ops.createKey(store, plan, actor),
@@ -44,7 +44,7 @@ export function localIssuer(store: Store, config: Config): IssuerClient {
     listModels: async () => ops.listModels(store, config, process.env),
     setModel: (id, enabled) => ops.setModel(store, config, id, enabled, actor),
     disabledModels: async (models) => ops.disabledModels(store, config, models),
-    audit: async (ref) => store.auditTrail(ref === undefined ? undefined : ops.resolveKeyRef(store, ref).id).map(ops.auditView),
+    audit: async (ref) => (await store.auditTrail(ref === undefined ? undefined : (await ops.resolveKeyRef(store, ref)).id)).map(ops.auditView),
     close: () => store.close(),
   };
 }

@@ -253,7 +253,7 @@ export async function keysCommand(sub: string | undefined, args: string[]): Prom
     default:
       throw new UsageError(`unknown keys subcommand '${sub}'`);
   }
-  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(openStore(v, config!), config!);
+  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(await openStore(v, config!), config!);
   try {
     await plan(issuer);
   } finally {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { IssuerError } from '../issuer/errors.js';
 import { UsageError } from './common.js';
-import { AUDIT_USAGE, KEYS_USAGE, MODELS_USAGE, SERVE_USAGE } from './usage-text.js';
+import { AUDIT_USAGE, KEYS_USAGE, MODELS_USAGE, SERVE_USAGE, STORE_USAGE } from './usage-text.js';
 
 // Each command loads only its own modules: `tollgate keys …` does not load the server.
 const USAGE = `tollgate — a metering gateway for hosted language models
@@ -10,10 +10,12 @@ ${SERVE_USAGE}
 ${KEYS_USAGE}
 ${MODELS_USAGE}
 ${AUDIT_USAGE}
+${STORE_USAGE}
 tollgate demo
 tollgate --version
 
-Every command takes --config FILE and --data DIR (or TOLLGATE_CONFIG, TOLLGATE_DATA_DIR).`;
+Every command takes --config FILE and --data DIR (or TOLLGATE_CONFIG, TOLLGATE_DATA_DIR), and
+--redis URL (or TOLLGATE_REDIS_URL, or storage.backend "redis" in the config) to use Redis instead.`;
 
 async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv;
@@ -26,6 +28,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./models.js')).modelsCommand(sub, rest);
     case 'audit':
       return (await import('./audit.js')).auditCommand(argv.slice(1));
+    case 'store':
+      return (await import('./store.js')).storeCommand(sub, rest);
     case 'version':
     case '--version':
     case '-v':

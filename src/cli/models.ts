@@ -23,7 +23,7 @@ export async function modelsCommand(sub: string | undefined, args: string[]): Pr
     if (id === undefined) throw new UsageError(`models ${sub} needs a MODEL-ID`);
     if (config !== null && !config.models.has(id)) throw new IssuerError('unknown_model', 'id', () => `unknown model '${id}' (see: tollgate models list)`);
   }
-  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(openStore(parsed.values, config!), config!);
+  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(await openStore(parsed.values, config!), config!);
   try {
     if (sub !== 'list') {
       await issuer.setModel(id!, sub === 'enable');

@@ -9,9 +9,9 @@ import { createGateway } from '../server.js';
 import { log } from '../log.js';
 import { stdoutAccessLog } from '../observe/access-log.js';
 import { answerClusterMetricRequests, clusterMetrics, Metrics } from '../observe/metrics.js';
-import { configFrom, dataDirFrom, parse, UsageError, wholeNumber } from './common.js';
-import { assertFixedLmdbBinding } from '../store/binding.js';
-import { Store } from '../store/lmdb.js';
+import { configFrom, parse, storePlanFrom, UsageError, wholeNumber } from './common.js';
+import { checkLmdbBinding, openStore, type StorePlan } from '../store/open.js';
+import type { GatewayStore } from '../store/store.js';
 import { RetentionSweeper } from '../store/retention.js';
 import { SERVE_USAGE } from './usage-text.js';
 
@@ -48,7 +48,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   const portText = (values.port as string | undefined) ?? (process.env.TOLLGATE_PORT || undefined);
   const port = portText === undefined ? config.port : wholeNumber(portText, values.port === undefined ? 'TOLLGATE_PORT' : '--port', 0, 65535);
   const workers = values.workers === undefined ? 1 : wholeNumber(values.workers, '--workers', 1, 256);
-  const dataDir = dataDirFrom(values, config);
+  const plan = storePlanFrom(values, config);
   if (host.length === 0) throw new UsageError('--host must not be empty');
   const adminPort = values['admin-port'] === undefined ? config.admin.port : wholeNumber(values['admin-port'], '--admin-port', 0, 65535);
   const token = process.env[config.admin.tokenEnv] || undefined;
@@ -57,13 +57,15 @@ export async function serveCommand(args: string[]): Promise<void> {
     : null;
 
   if (workers > 1 && cluster.isPrimary) {
-    assertFixedLmdbBinding(); // once, here, rather than once per worker that would fail on it
+    if (plan.backend === 'lmdb') await checkLmdbBinding(); // once, here, rather than once per worker that would fail on it
     warnUnusableProviders(config);
-    return runPrimary(workers, config, dataDir, admin);
+    return runPrimary(workers, config, plan, admin);
   }
 
   if (cluster.isPrimary) warnUnusableProviders(config);
-  const store = Store.open(dataDir, config.storage);
+  const store = await openStore(plan, config.storage);
+  // Calls left in flight by a process that is gone are settled before this one serves.
+  await store.serveCalls();
   const metrics = new Metrics();
   answerClusterMetricRequests(metrics);
   const accessLog = config.log.access ? stdoutAccessLog() : null;
@@ -133,7 +135,7 @@ function closeServer(server: Server | null): Promise<void> {
   });
 }
 
-async function openAdmin(plan: AdminPlan | null, config: Config, store: Store, metrics: { text(): Promise<string>; contentType: string }, readiness: Readiness): Promise<Server | null> {
+async function openAdmin(plan: AdminPlan | null, config: Config, store: GatewayStore, metrics: { text(): Promise<string>; contentType: string }, readiness: Readiness): Promise<Server | null> {
   if (plan === null) return null;
   const server = createAdminServer({ store, config, env: process.env, token: plan.token, metrics, readiness });
   await listen(server, plan.port, plan.host);
@@ -145,14 +147,14 @@ async function openAdmin(plan: AdminPlan | null, config: Config, store: Store, m
 /** More unexpected worker exits than this within a minute, and the primary gives up (exit 1). */
 const RESTARTS_PER_MINUTE = 10;
 
-function runPrimary(workers: number, config: Config, dataDir: string, admin: AdminPlan | null): Promise<void> {
+function runPrimary(workers: number, config: Config, plan: StorePlan, admin: AdminPlan | null): Promise<void> {
   return new Promise((resolve) => {
     let listening = 0;
     let announced = false;
     let stopping = false;
     let exitCode = 0;
     const exits: number[] = [];
-    let store: Store | null = null;
+    let store: GatewayStore | null = null;
     let adminServer: Server | null = null;
     let sweeper: RetentionSweeper | null = null;
     const metrics = clusterMetrics();
@@ -164,19 +166,21 @@ function runPrimary(workers: number, config: Config, dataDir: string, admin: Adm
       if (message?.listening && ++listening === workers && !announced) {
         announced = true;
         process.stdout.write(`tollgate listening on ${message.listening} (${workers} workers)\n`);
-        store = Store.open(dataDir, config.storage);
-        const s = store;
-        sweeper = new RetentionSweeper(s, { retentionDays: config.storage.retentionDays });
-        sweeper.start();
-        const readiness: Readiness = {
-          draining: () => stopping,
-          storeAnswers: () => s.answers(),
-          notReady: () => (Object.keys(cluster.workers ?? {}).length === 0 ? 'no_workers' : null),
-        };
-        openAdmin(admin, config, s, metrics, readiness).then((server) => {
-          adminServer = server;
-          if (stopping) void closeServer(server);
-        }, (err: unknown) => giveUp(`the admin listener cannot start: ${(err as Error).message}`));
+        openStore(plan, config.storage).then((s) => {
+          store = s;
+          if (stopping) return;
+          sweeper = new RetentionSweeper(s, { retentionDays: config.storage.retentionDays });
+          sweeper.start();
+          const readiness: Readiness = {
+            draining: () => stopping,
+            storeAnswers: () => s.answers(),
+            notReady: () => (Object.keys(cluster.workers ?? {}).length === 0 ? 'no_workers' : null),
+          };
+          return openAdmin(admin, config, s, metrics, readiness).then((server) => {
+            adminServer = server;
+            if (stopping) void closeServer(server);
+          }, (err: unknown) => giveUp(`the admin listener cannot start: ${(err as Error).message}`));
+        }, (err: unknown) => giveUp(`the store cannot be opened: ${(err as Error).message}`));
       }
     });
     const stop = (): void => {

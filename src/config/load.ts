@@ -217,17 +217,49 @@ function compileLimits(raw: Json): Limits {
   return limits;
 }
 
+/**
+ * What is wrong with a Redis URL (`redis://[user:password@]host:port[/db]`, or `rediss://` for
+ * TLS), or null. Shared by storage.redisUrl, TOLLGATE_REDIS_URL and --redis.
+ */
+export function redisUrlProblem(v: unknown): string | null {
+  const shape = 'must be redis://[user:password@]host:port[/db]';
+  if (typeof v !== 'string' || v.length === 0) return shape;
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    return shape;
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return `${shape} (the scheme must be redis: or rediss:)`;
+  if (url.hostname === '') return `${shape} (no host)`;
+  if (url.port === '') return `${shape} (no port)`;
+  if (url.pathname !== '' && url.pathname !== '/' && !/^\/\d{1,2}$/.test(url.pathname)) return `${shape} (the path must be a database number)`;
+  if (url.search !== '' || url.hash !== '') return `${shape} (no query or fragment)`;
+  return null;
+}
+
 function compileStorage(raw: Json): Config['storage'] {
-  const storage: Config['storage'] = { fsync: 'interval', fsyncIntervalMs: 100, retentionDays: 400 };
+  const storage: Config['storage'] = { backend: 'lmdb', redisUrl: null, fsync: 'interval', fsyncIntervalMs: 100, retentionDays: 400 };
   if (raw === undefined) return storage;
   const st = object(raw, 'storage');
-  onlyFields(st, 'storage', ['fsync', 'fsyncIntervalMs', 'retentionDays']);
+  onlyFields(st, 'storage', ['backend', 'redisUrl', 'fsync', 'fsyncIntervalMs', 'retentionDays']);
   if (st.retentionDays !== undefined) storage.retentionDays = integer(st.retentionDays, 'storage.retentionDays', 1, 36_500);
   if (st.fsync !== undefined) {
     if (st.fsync !== 'interval' && st.fsync !== 'commit') throw new ConfigError('storage.fsync', 'must be "interval" or "commit"');
     storage.fsync = st.fsync;
   }
   if (st.fsyncIntervalMs !== undefined) storage.fsyncIntervalMs = integer(st.fsyncIntervalMs, 'storage.fsyncIntervalMs', 1, 60_000);
+  if (st.backend !== undefined) {
+    if (st.backend !== 'lmdb' && st.backend !== 'redis') throw new ConfigError('storage.backend', 'must be "lmdb" or "redis"');
+    storage.backend = st.backend;
+  }
+  if (st.redisUrl !== undefined) {
+    const problem = redisUrlProblem(st.redisUrl);
+    if (problem !== null) throw new ConfigError('storage.redisUrl', problem);
+    if (storage.backend !== 'redis') throw new ConfigError('storage.redisUrl', 'is used only with storage.backend "redis"');
+    storage.redisUrl = st.redisUrl as string;
+  }
+  if (storage.backend === 'redis' && storage.redisUrl === null) throw new ConfigError('storage.redisUrl', 'is required when storage.backend is "redis" (redis://[user:password@]host:port[/db])');
   return storage;
 }
 

@@ -70,6 +70,9 @@ export interface RawLimits {
 
 /** When the store's commits reach the disk (see store/lmdb.ts FsyncMode). */
 export interface RawStorage {
+  /** `lmdb` (default: the environment in dataDir) or `redis` (storage.redisUrl). */
+  backend?: 'lmdb' | 'redis';
+  redisUrl?: string;
   fsync?: 'interval' | 'commit';
   fsyncIntervalMs?: number;
   /** Usage records older than this many days are deleted (daily totals are kept). */
@@ -168,7 +171,7 @@ export interface Config {
   catalogProvider: { openai: Provider; anthropic: Provider };
   models: ReadonlyMap<string, Model>;
   limits: Limits;
-  storage: { fsync: 'interval' | 'commit'; fsyncIntervalMs: number; retentionDays: number };
+  storage: { backend: 'lmdb' | 'redis'; redisUrl: string | null; fsync: 'interval' | 'commit'; fsyncIntervalMs: number; retentionDays: number };
   /** `portGiven`: the file set admin.port, which opens the listener even without a token. */
   admin: { host: string; port: number; tokenEnv: string; portGiven: boolean };
   log: { access: boolean };

@@ -12,12 +12,12 @@ import { expectRecord, noteFirstByte, noteRecord } from '../observe/call.js';
 import { chargeFor, usageDetail } from '../meter/charge.js';
 import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
-import type { CommitListener, Store } from '../store/lmdb.js';
+import type { CommitListener, Ledger } from '../store/store.js';
 import type { KeyRecord, UsageRecord } from '../store/types.js';
 
 /** What a metered call needs besides the response: who pays, for what, at which price. */
 export interface Metering {
-  store: Store;
+  store: Ledger;
   key: KeyRecord;
   model: Model;
   format: FormatAdapter;
@@ -96,7 +96,7 @@ export const DEFAULT_CLIENT_STALL_MS = 30_000;
  * response that reached the client in full is always billed.
  * Every path ends in exactly one usage record: complete, provider error, cut, unreachable, or
  * client gone (billed from the provider's usage, or estimated when the grace period ran out);
- * the record settles the call's hold in the same commit (store/lmdb.ts `record`).
+ * the record settles the call's hold in the same commit (store/store.ts `Ledger.record`).
  */
 export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   private abortUpstream: ((err?: Error) => void) | null = null;

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { displayPrefix, generateKey, hashKey, isWellFormedKey } from '../auth/keys.js';
 import type { Config } from '../config/types.js';
 import { formatUsd } from '../money.js';
-import type { AuditEntry, Store } from '../store/lmdb.js';
+import type { AuditEntry, IssuerStore } from '../store/store.js';
 import type { Account, KeyRecord, KeyStatus } from '../store/types.js';
 import { IssuerError } from './errors.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from './input.js';
@@ -31,55 +31,55 @@ function entry(actor: Actor, action: string, keyId: string | null, detail: Recor
  * A KEY-REF: the key's id, its 12-character display prefix when that names exactly one key,
  * or the full key itself (looked up by its hash, never echoed back).
  */
-export function resolveKeyRef(store: Store, ref: string): KeyRecord {
+export async function resolveKeyRef(store: IssuerStore, ref: string): Promise<KeyRecord> {
   if (ref.startsWith('key_')) {
-    const key = store.keyById(ref);
+    const key = await store.keyById(ref);
     if (!key) throw new IssuerError('key_not_found', 'ref', () => `no key with id ${ref}`, 404);
     return key;
   }
   if (/^gw_live_[0-9a-f]{4}$/.test(ref)) {
-    const matches = store.allKeys().filter((k) => k.prefix === ref);
+    const matches = (await store.allKeys()).filter((k) => k.prefix === ref);
     if (matches.length === 1) return matches[0]!;
     if (matches.length === 0) throw new IssuerError('key_not_found', 'ref', () => `no key with prefix ${ref}`, 404);
     throw new IssuerError('ambiguous_key_ref', 'ref', () => `prefix ${ref} matches ${matches.length} keys (${matches.map((k) => k.id).join(', ')}); use the id`);
   }
   if (isWellFormedKey(ref)) {
-    const key = store.keyByHash(hashKey(ref));
+    const key = await store.keyByHash(hashKey(ref));
     if (!key) throw new IssuerError('key_not_found', 'ref', () => `no key matches the full key given (${ref.slice(0, 12)}…)`, 404);
     return key;
   }
   throw new IssuerError('invalid_key_ref', 'ref', () => `KEY-REF must be a key id (key_…), a 12-character prefix (gw_live_xxxx) or a full key, got '${ref.slice(0, 12)}${ref.length > 12 ? '…' : ''}'`);
 }
 
-function withAccount(store: Store, key: KeyRecord): KeyWithAccount {
-  return { key, account: store.account(key.account) };
+async function withAccount(store: IssuerStore, key: KeyRecord): Promise<KeyWithAccount> {
+  return { key, account: await store.account(key.account) };
 }
 
-export async function createKey(store: Store, plan: CreatePlan, actor: Actor): Promise<NewSecret> {
+export async function createKey(store: IssuerStore, plan: CreatePlan, actor: Actor): Promise<NewSecret> {
   const secret = generateKey();
   const key = await store.audited(
     (k: KeyRecord) => entry(actor, 'key.create', k.id, { mode: plan.mode, ...(plan.mode === 'credit' ? { balanceUsd: formatUsd(plan.amount) } : { budgetTokens: plan.amount }), models: plan.models, rpm: plan.rpm, concurrency: plan.concurrency, expiresAt: iso(plan.expiresAt), name: plan.name }),
     () => store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name: plan.name, mode: plan.mode, models: plan.models, rpm: plan.rpm, concurrency: plan.concurrency, expiresAt: plan.expiresAt, amount: plan.amount }),
   );
-  return { ...withAccount(store, key), secret };
+  return { ...(await withAccount(store, key)), secret };
 }
 
-export function listKeys(store: Store): KeyWithAccount[] {
-  return store.allKeys().map((k) => withAccount(store, k));
+export async function listKeys(store: IssuerStore): Promise<KeyWithAccount[]> {
+  return Promise.all((await store.allKeys()).map((k) => withAccount(store, k)));
 }
 
-export function showKey(store: Store, ref: string): KeyWithAccount {
-  return withAccount(store, resolveKeyRef(store, ref));
+export async function showKey(store: IssuerStore, ref: string): Promise<KeyWithAccount> {
+  return withAccount(store, await resolveKeyRef(store, ref));
 }
 
-export async function setStatus(store: Store, ref: string, status: KeyStatus, actor: Actor): Promise<KeyWithAccount> {
-  const key = resolveKeyRef(store, ref);
+export async function setStatus(store: IssuerStore, ref: string, status: KeyStatus, actor: Actor): Promise<KeyWithAccount> {
+  const key = await resolveKeyRef(store, ref);
   const next = await store.audited(() => entry(actor, status === 'suspended' ? 'key.suspend' : 'key.resume', key.id, {}), () => store.updateKey(key.id, (k) => ({ ...k, status })));
   return withAccount(store, next ?? key);
 }
 
-export async function topUp(store: Store, ref: string, plan: TopUpPlan, actor: Actor): Promise<KeyWithAccount> {
-  const key = resolveKeyRef(store, ref);
+export async function topUp(store: IssuerStore, ref: string, plan: TopUpPlan, actor: Actor): Promise<KeyWithAccount> {
+  const key = await resolveKeyRef(store, ref);
   if (key.mode === 'credit' && plan.usdNano === null) throw new IssuerError('wrong_key_mode', 'tokens', (n) => `${key.id} is a credit key: top it up with ${n('usd')}, not ${n('tokens')}`);
   if (key.mode === 'token' && plan.tokens === null) throw new IssuerError('wrong_key_mode', 'usd', (n) => `${key.id} is a token key: top it up with ${n('tokens')}, not ${n('usd')}`);
   const amount = (plan.usdNano ?? plan.tokens)!;
@@ -87,14 +87,14 @@ export async function topUp(store: Store, ref: string, plan: TopUpPlan, actor: A
   return withAccount(store, key);
 }
 
-export async function extend(store: Store, ref: string, expiresAt: number | null, actor: Actor): Promise<KeyWithAccount> {
-  const key = resolveKeyRef(store, ref);
+export async function extend(store: IssuerStore, ref: string, expiresAt: number | null, actor: Actor): Promise<KeyWithAccount> {
+  const key = await resolveKeyRef(store, ref);
   const next = await store.audited(() => entry(actor, 'key.extend', key.id, { expiresAt: iso(expiresAt) }), () => store.updateKey(key.id, (k) => ({ ...k, expiresAt })));
   return withAccount(store, next ?? key);
 }
 
-export async function updateSettings(store: Store, ref: string, plan: SettingsPlan, actor: Actor): Promise<KeyWithAccount> {
-  const key = resolveKeyRef(store, ref);
+export async function updateSettings(store: IssuerStore, ref: string, plan: SettingsPlan, actor: Actor): Promise<KeyWithAccount> {
+  const key = await resolveKeyRef(store, ref);
   const next = await store.audited(() => entry(actor, 'key.set', key.id, { ...plan }), () => store.updateKey(key.id, (k) => ({
     ...k,
     models: plan.models !== undefined ? plan.models : k.models,
@@ -105,14 +105,16 @@ export async function updateSettings(store: Store, ref: string, plan: SettingsPl
   return withAccount(store, next ?? key);
 }
 
-export async function rotate(store: Store, ref: string, actor: Actor): Promise<NewSecret & { old: KeyRecord }> {
-  const old = resolveKeyRef(store, ref);
-  const secret = generateKey();
+export async function rotate(store: IssuerStore, ref: string, actor: Actor): Promise<NewSecret & { old: KeyRecord }> {
+  const old = await resolveKeyRef(store, ref);
+  // A secret whose key can draw on the old key's account (on Redis: one Cluster slot for both).
+  let secret = generateKey();
+  while (!store.fitsAccount(old.account, hashKey(secret))) secret = generateKey();
   const key = await store.audited(
     (k: KeyRecord | undefined) => entry(actor, 'key.rotate', k?.id ?? old.id, { rotatedFrom: old.id }),
     () => store.rotateKey(old.id, hashKey(secret), displayPrefix(secret)),
   );
-  return { ...withAccount(store, key!), secret, old };
+  return { ...(await withAccount(store, key!)), secret, old };
 }
 
 /** The catalogue as `models list` shows it; `usable` is false when the provider's credential variable is unset. */
@@ -127,31 +129,33 @@ export interface ModelView {
   capabilities: string[];
 }
 
-export function listModels(store: Store, config: Config, env: NodeJS.ProcessEnv): ModelView[] {
-  return [...config.models.values()].map((m) => ({
+export async function listModels(store: IssuerStore, config: Config, env: NodeJS.ProcessEnv): Promise<ModelView[]> {
+  return Promise.all([...config.models.values()].map(async (m) => ({
     id: m.id,
     provider: m.provider.name,
     endpoints: [...m.endpoints],
-    enabled: store.modelSwitch(m.id) ?? m.enabledByDefault,
+    enabled: (await store.modelSwitch(m.id)) ?? m.enabledByDefault,
     usable: Boolean(env[m.provider.apiKeyEnv]),
     price: m.rawPrice,
     contextWindow: m.contextWindow,
     capabilities: m.capabilities,
-  }));
+  })));
 }
 
-export async function setModel(store: Store, config: Config, id: string, enabled: boolean, actor: Actor): Promise<void> {
+export async function setModel(store: IssuerStore, config: Config, id: string, enabled: boolean, actor: Actor): Promise<void> {
   if (!config.models.has(id)) throw new IssuerError('unknown_model', 'id', () => `unknown model '${id}' (see: tollgate models list)`, 404);
   await store.audited(() => entry(actor, enabled ? 'model.enable' : 'model.disable', null, { model: id }), () => store.setModelSwitch(id, enabled));
 }
 
 /** Model ids in an allowlist that are switched off (a key allowed only those can call nothing). */
-export function disabledModels(store: Store, config: Config, models: string[] | null): string[] {
+export async function disabledModels(store: IssuerStore, config: Config, models: string[] | null): Promise<string[]> {
   if (models === null) return [];
-  return models.filter((id) => {
+  const off: string[] = [];
+  for (const id of models) {
     const m = config.models.get(id);
-    return m !== undefined && !(store.modelSwitch(id) ?? m.enabledByDefault);
-  });
+    if (m !== undefined && !((await store.modelSwitch(id)) ?? m.enabledByDefault)) off.push(id);
+  }
+  return off;
 }
 
 /** An audit entry as the admin API and `tollgate audit --json` show it. */

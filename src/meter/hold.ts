@@ -1,7 +1,7 @@
 import { MAX_OUTPUT_CAP } from '../config/load.js';
 import type { Model } from '../config/types.js';
 import type { FormatAdapter } from '../formats/types.js';
-import type { Hold } from '../store/lmdb.js';
+import type { Hold } from '../store/store.js';
 import type { KeyMode } from '../store/types.js';
 import { holdRates } from './charge.js';
 
@@ -42,6 +42,7 @@ export function holdFor(format: FormatAdapter, model: Model, mode: KeyMode, body
     interruptedInputTokens,
     endpoint: format.endpoint,
     model: model.id,
+    enabledByDefault: model.enabledByDefault,
     stream,
     at,
   };

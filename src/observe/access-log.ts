@@ -2,7 +2,10 @@ import cluster from 'node:cluster';
 import pino from 'pino';
 import { log } from '../log.js';
 
-/** One access-log line: exactly these fields (interface.md), never a key or a body. */
+/**
+ * One access-log line: exactly these fields (interface.md's, then whether and why the call's
+ * tokens were estimated), never a key or a body.
+ */
 export interface AccessLine {
   time: string;
   requestId: string;
@@ -19,6 +22,10 @@ export interface AccessLine {
   tokensCharged: number;
   durationMs: number;
   clientGone: boolean;
+  /** The tokens were estimated, not read from the provider's usage (README, Usage checker) … */
+  estimated: boolean;
+  /** … and why (the record's `estimateReason`); null when they were read. */
+  estimateReason: string | null;
 }
 
 export interface AccessLog {
@@ -37,7 +44,7 @@ const SAFE = /^[\w.:\-/@+ ]*$/;
  * still go through JSON.stringify.
  */
 export function lineText(l: AccessLine): string {
-  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone}}\n`;
+  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)}}\n`;
 }
 
 /** More than this waiting to be written (a stdout nobody reads) and lines are dropped, not held. */

@@ -69,6 +69,7 @@ export class Observer {
       m.finished({
         surface: call.surface, endpoint: call.endpoint, status, code, stream, durationSeconds, costNano,
         tokens: r === null ? null : [r.inputTokens, r.outputTokens, r.cachedInputTokens, r.cacheWriteTokens, r.reasoningTokens],
+        estimateReason: r !== null && r.estimated ? r.estimateReason ?? 'unknown' : null,
       });
     }
     this.accessLog?.write({
@@ -87,6 +88,8 @@ export class Observer {
       tokensCharged: r?.tokensCharged ?? 0,
       durationMs: Math.round(durationSeconds * 1e6) / 1e3,
       clientGone: r !== null ? r.clientGone : !res.writableFinished && call.code === null,
+      estimated: r?.estimated ?? false,
+      estimateReason: r !== null && r.estimated ? r.estimateReason : null,
     });
   }
 
@@ -95,10 +98,11 @@ export class Observer {
    * response object to watch, so it is counted and logged here, as it is sent.
    */
   refused(requestId: string, status: number, code: string): void {
-    this.metrics?.finished({ surface: SURFACE_NONE, endpoint: ENDPOINT_OTHER, status, code, stream: false, durationSeconds: 0, costNano: 0, tokens: null });
+    this.metrics?.finished({ surface: SURFACE_NONE, endpoint: ENDPOINT_OTHER, status, code, stream: false, durationSeconds: 0, costNano: 0, tokens: null, estimateReason: null });
     this.accessLog?.write({
       time: new Date().toISOString(), requestId, keyPrefix: null, surface: SURFACES[SURFACE_NONE]!, endpoint: ENDPOINT_LABELS[ENDPOINT_OTHER]!,
       model: null, status, code, stream: false, inputTokens: 0, outputTokens: 0, costUsd: null, tokensCharged: 0, durationMs: 0, clientGone: false,
+      estimated: false, estimateReason: null,
     });
   }
 

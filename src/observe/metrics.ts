@@ -38,6 +38,8 @@ export interface Measured {
   /** input, output, cached input, cache write, reasoning */
   tokens: readonly [number, number, number, number, number] | null;
   costNano: number;
+  /** Why the call's tokens were estimated (its record's `estimateReason`); null when they were read. */
+  estimateReason: string | null;
 }
 
 /** A histogram's numbers for one label set: per-bucket (not cumulative) counts, sum, count. */
@@ -90,6 +92,8 @@ export class Metrics {
   private readonly firstBytes = new Map<string, HistogramSlot>();
   private readonly codeIndex = new Map<string, number>();
   private readonly inflight = [0, 0, 0];
+  /** endpoint index → reason label → calls billed from an estimate */
+  private readonly estimates: Map<string, number>[] = ENDPOINT_LABELS.map(() => new Map());
 
   constructor() {
     const registers = [this.registry];
@@ -143,6 +147,15 @@ export class Metrics {
         for (let i = 0; i < SURFACES.length; i++) this.set({ surface: SURFACES[i]! }, m.inflight[i]!);
       },
     });
+    new Counter({
+      name: 'tollgate_estimated_total',
+      help: 'Calls billed from an estimate because the provider\'s usage could not be read completely, by endpoint and reason (README, Usage checker).',
+      labelNames: ['endpoint', 'reason'], registers,
+      collect(this: Counter<string>) {
+        this.reset();
+        m.estimates.forEach((byReason, endpoint) => byReason.forEach((n, reason) => this.inc({ endpoint: ENDPOINT_LABELS[endpoint]!, reason }, n)));
+      },
+    });
     for (let i = 0; i < SURFACES.length * ENDPOINT_LABELS.length; i++) this.requestSlots.push(new Map());
   }
 
@@ -194,6 +207,11 @@ export class Metrics {
       for (let k = 0; k < TOKEN_KINDS.length; k++) this.tokenCounts[base + k]! += m.tokens[k]!;
     }
     if (m.costNano > 0) this.billedNano[m.endpoint]! += m.costNano;
+    if (m.estimateReason !== null) {
+      const reason = estimateReasonLabel(m.estimateReason);
+      const byReason = this.estimates[m.endpoint]!;
+      byReason.set(reason, (byReason.get(reason) ?? 0) + 1);
+    }
     const d = m.endpoint * 2 + (m.stream ? 1 : 0);
     let duration = this.durations[d];
     if (duration === undefined) this.durations[d] = duration = new HistogramSlot({ endpoint: ENDPOINT_LABELS[m.endpoint]!, stream: m.stream ? 'true' : 'false' });
@@ -214,6 +232,16 @@ export class Metrics {
   get contentType(): string {
     return this.registry.contentType;
   }
+}
+
+/**
+ * A record's estimate reason as a label: its kind without the usage field's path
+ * (`usage_field_missing:usage.output_tokens` → `usage_field_missing`), so the label takes a
+ * handful of values whatever the providers send. The access log keeps the whole reason.
+ */
+export function estimateReasonLabel(reason: string): string {
+  const colon = reason.indexOf(':');
+  return colon === -1 ? reason : reason.slice(0, colon);
 }
 
 /**

@@ -5,9 +5,11 @@ import { dirname, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { log } from '../log.js';
 import { assertFixedLmdbBinding } from './binding.js';
-import { fundsRefusal } from '../admit/admit.js';
+import { fundsRefusal, keyRefusal } from '../admit/admit.js';
 import type { GatewayErrorCode } from '../http/errors.js';
 import { accountToRow, keyToRow, rowToAccount, rowToKey, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type UsageRow } from './rows.js';
+import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldListener, NewKey } from './store.js';
+import { PendingAudit } from './store.js';
 import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type UsageRecord } from './types.js';
 
 const WINDOW_MS = 60_000;
@@ -19,44 +21,10 @@ export const OWNER_STALE_MS = 10_000;
 /** How often a serving process looks for calls whose process died. */
 export const SWEEP_MS = 2_000;
 
-export interface NewKey {
-  hash: string;
-  prefix: string;
-  name: string | null;
-  mode: KeyMode;
-  models: string[] | null;
-  rpm: number | null;
-  expiresAt: number | null;
-  concurrency: number | null;
-  /** Opening balance (nUSD) for credit keys, budget (tokens) for token keys. */
-  amount: number;
-}
-
-/** The charge a finished request makes on its key's account. */
-export interface Charge { nano: number; tokens: number }
-
-/**
- * What a call holds against its account before it is forwarded (see meter/hold.ts), and what
- * it is charged should its process die before the call is settled.
- */
-export interface Hold {
-  /** The call's worst-case cost, in the account's unit (nUSD for credit, tokens for token). */
-  amount: number;
-  /** The charge of an interrupted call, in the account's unit. */
-  interruptedCharge: number;
-  /** The input tokens that charge stands for (estimated from the request's size). */
-  interruptedInputTokens: number;
-  endpoint: string;
-  model: string;
-  stream: boolean;
-  at: number;
-}
+export type { AdmissionListener, AuditEntry, Charge, CommitListener, Hold, HoldListener, NewKey } from './store.js';
 
 /** Told the outcome of step 7 (rate window, concurrency slot): null admitted, else the refusal. */
-export type AdmitListener = (refusal: GatewayErrorCode | null, retryAfter: number) => void;
-
-/** Told whether a hold was placed (null) or why not. */
-export type HoldListener = (refusal: GatewayErrorCode | null) => void;
+type AdmitListener = (refusal: GatewayErrorCode | null, retryAfter: number) => void;
 
 /**
  * When a commit reaches the disk:
@@ -72,10 +40,6 @@ export interface StoreOptions {
   fsyncIntervalMs?: number;
 }
 
-/** Told when a queued record is committed (and, with fsync 'commit', on disk). */
-export interface CommitListener { committed(error: unknown): void }
-
-
 /**
  * The one interface to persistent state: an LMDB environment under the data directory.
  *
@@ -87,7 +51,8 @@ export interface CommitListener { committed(error: unknown): void }
  * commands opening the store while the server commits (tested), given the binding built by
  * scripts/build-lmdb.mjs (./binding.ts says why).
  */
-export class Store {
+export class Store implements GatewayStore {
+  readonly backend = 'lmdb' as const;
   private admits: Array<[KeyRecord, string, number, AdmitListener]> = [];
   private holds: Array<[KeyRecord, string, Hold, HoldListener]> = [];
   private releases: Array<[KeyRecord, string]> = [];
@@ -187,25 +152,43 @@ export class Store {
 
   // ── keys ────────────────────────────────────────────────────────────────
 
-  keyByHash(hash: string): KeyRecord | undefined {
+  /** Synchronous reads (about a microsecond): the request path and the transactions use these. */
+  private keyRecord(hash: string): KeyRecord | undefined {
     const row = this.keys.get(hash);
     return row === undefined ? undefined : rowToKey(row);
   }
 
-  keyById(id: string): KeyRecord | undefined {
+  private keyRecordById(id: string): KeyRecord | undefined {
     const hash = this.keyIds.get(id);
-    return hash === undefined ? undefined : this.keyByHash(hash);
+    return hash === undefined ? undefined : this.keyRecord(hash);
   }
 
-  allKeys(): KeyRecord[] {
-    const list: KeyRecord[] = [];
-    for (const { value } of this.keys.getRange()) list.push(rowToKey(value));
-    return list.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
-  }
-
-  account(id: string): Account | undefined {
+  private accountOf(id: string): Account | undefined {
     const row = this.accounts.get(id);
     return row === undefined ? undefined : rowToAccount(row);
+  }
+
+  keyByHash(hash: string): Promise<KeyRecord | undefined> {
+    return Promise.resolve(this.keyRecord(hash));
+  }
+
+  keyById(id: string): Promise<KeyRecord | undefined> {
+    return Promise.resolve(this.keyRecordById(id));
+  }
+
+  allKeys(): Promise<KeyRecord[]> {
+    const list: KeyRecord[] = [];
+    for (const { value } of this.keys.getRange()) list.push(rowToKey(value));
+    return Promise.resolve(list.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id)));
+  }
+
+  account(id: string): Promise<Account | undefined> {
+    return Promise.resolve(this.accountOf(id));
+  }
+
+  /** One environment holds every account: any key may draw on any of them. */
+  fitsAccount(): boolean {
+    return true;
   }
 
   /** Creates a key with a fresh account holding `amount`. */
@@ -240,7 +223,7 @@ export class Store {
   /** A new key with its own id and the same settings, drawing on the same account. */
   rotateKey(oldId: string, hash: string, prefix: string, now = Date.now()): Promise<KeyRecord | undefined> {
     return this.writeNow(() => {
-      const old = this.keyById(oldId);
+      const old = this.keyRecordById(oldId);
       if (!old) return undefined;
       const record: KeyRecord = { ...old, id: newId('key'), hash, prefix, status: 'active', createdAt: now, rotatedFrom: old.id };
       this.keys.put(hash, keyToRow(record));
@@ -252,7 +235,7 @@ export class Store {
   /** Applies `change` to a key atomically; resolves to the new record (undefined if no such key). */
   updateKey(id: string, change: (key: KeyRecord) => KeyRecord): Promise<KeyRecord | undefined> {
     return this.writeNow(() => {
-      const key = this.keyById(id);
+      const key = this.keyRecordById(id);
       if (!key) return undefined;
       const next = change(key);
       this.keys.put(key.hash, keyToRow(next));
@@ -263,7 +246,7 @@ export class Store {
   /** Adds nUSD (credit) or tokens (token) to an account. */
   topUp(accountId: string, amount: number): Promise<Account | undefined> {
     return this.writeNow(() => {
-      const acct = this.account(accountId);
+      const acct = this.accountOf(accountId);
       if (!acct) return undefined;
       const next = acct.mode === 'credit'
         ? { ...acct, balanceNano: acct.balanceNano + amount }
@@ -276,6 +259,29 @@ export class Store {
   // ── the request path: one group commit per event-loop turn ─────────────
 
   /**
+   * Steps 3–7. Steps 3–6 are synchronous reads of the state committed as of this event turn
+   * (no cache: a change made by `tollgate keys …` in another process is obeyed on the next
+   * request), so refusals and keys without a rate or concurrency limit are answered at once,
+   * before this returns. Step 7 is queued for this turn's group commit (`countLater`).
+   */
+  admit(hash: string, surface: KeyMode, callId: string, done: AdmissionListener): void {
+    const key = this.keyRecord(hash);
+    if (key === undefined) return done(undefined, 'invalid_api_key', 0);
+    const now = Date.now();
+    const refusal = keyRefusal(key, surface, now) ?? fundsRefusal(this.accountOf(key.account));
+    if (refusal !== null || (key.rpm === null && key.concurrency === null)) return done(key, refusal, 0);
+    this.countLater(key, callId, now, (refused, retryAfter) => done(key, refused, retryAfter));
+  }
+
+  lookup(hash: string, done: (key: KeyRecord | undefined, failure: unknown) => void): void {
+    done(this.keyRecord(hash), null);
+  }
+
+  modelEnabled(id: string, byDefault: boolean, done: (enabled: boolean | null) => void): void {
+    done(this.modelSwitches.get(id) ?? byDefault);
+  }
+
+  /**
    * Step 7: counts one request in the key's fixed 60-second window (which starts with the
    * first request after the previous one ended) and, for a key with a concurrency limit, takes
    * one of its slots. Tells `done` null when admitted, else `rate_limit_exceeded` with the
@@ -285,7 +291,7 @@ export class Store {
    * group commit, under LMDB's write lock: exact across processes. A refused request takes
    * nothing: neither a count in the window nor a slot.
    */
-  admit(key: KeyRecord, callId: string, now: number, done: AdmitListener): void {
+  private countLater(key: KeyRecord, callId: string, now: number, done: AdmitListener): void {
     this.admits.push([key, callId, now, done]);
     this.schedule();
   }
@@ -298,6 +304,11 @@ export class Store {
    * is forwarded so that a process dying with it leaves a trace (see serveCalls).
    */
   hold(key: KeyRecord, callId: string, hold: Hold, done: HoldListener): void {
+    // Step 10's run-time switch, read now as every other read of the request path.
+    if (!(this.modelSwitches.get(hold.model) ?? hold.enabledByDefault)) {
+      this.release(key, callId);
+      return done('model_not_available');
+    }
     this.holds.push([key, callId, hold, done]);
     this.schedule();
   }
@@ -510,8 +521,8 @@ export class Store {
    * keeps looking every SWEEP_MS. A process is gone when it ran on this host and its pid no
    * longer exists, or when its heartbeat is older than OWNER_STALE_MS.
    */
-  serveCalls(): void {
-    if (this.owner !== null) return;
+  serveCalls(): Promise<void> {
+    if (this.owner !== null) return Promise.resolve();
     this.owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
     this.root.transactionSync(() => this.processes.put(this.owner!, [hostname(), process.pid, Date.now()]));
     this.settleOrphans(Date.now());
@@ -529,6 +540,7 @@ export class Store {
     beat.unref();
     sweep.unref();
     this.ownerTimers = [beat, sweep];
+    return Promise.resolve();
   }
 
   /** Stops the heartbeat and removes this process's registration (its calls are all settled by then, or become orphans). */
@@ -599,8 +611,8 @@ export class Store {
 
   // ── models ──────────────────────────────────────────────────────────────
 
-  modelSwitch(id: string): boolean | undefined {
-    return this.modelSwitches.get(id);
+  modelSwitch(id: string): Promise<boolean | undefined> {
+    return Promise.resolve(this.modelSwitches.get(id));
   }
 
   setModelSwitch(id: string, enabled: boolean): Promise<boolean> {
@@ -613,7 +625,8 @@ export class Store {
   // ── usage ───────────────────────────────────────────────────────────────
 
   /** A key's usage records, newest first; `before` is an exclusive [at, requestId] cursor. */
-  usageOf(keyId: string, limit: number, before?: [number, string]): UsageRecord[] {
+  usageOf(key: KeyRecord, limit: number, before?: [number, string]): Promise<UsageRecord[]> {
+    const keyId = key.id;
     const start: [string, number, string] = before ? [keyId, before[0], before[1]] : [keyId, Number.MAX_SAFE_INTEGER, ''];
     const list: UsageRecord[] = [];
     for (const { key, value } of this.usage.getRange({ start, end: [keyId, -1, ''], reverse: true, limit: limit + 1 })) {
@@ -621,11 +634,12 @@ export class Store {
       list.push(rowToUsage(value));
       if (list.length === limit) break;
     }
-    return list;
+    return Promise.resolve(list);
   }
 
   /** Daily totals of a key from `fromDay` to `toDay` inclusive ('YYYY-MM-DD'), with the split by model. */
-  dailyOf(keyId: string, fromDay: string, toDay: string): Map<string, DailyTotals> {
+  dailyOf(key: KeyRecord, fromDay: string, toDay: string): Promise<Map<string, DailyTotals>> {
+    const keyId = key.id;
     const days = new Map<string, DailyTotals>();
     for (const { key, value } of this.daily.getRange({ start: [keyId, fromDay, ''], end: [keyId, `${toDay}~`, ''] })) {
       const [, day, model] = key;
@@ -636,7 +650,7 @@ export class Store {
       totals.tokens += value[2];
       totals.byModel[model] = { requests: value[0], costNano: value[1], tokens: value[2] };
     }
-    return days;
+    return Promise.resolve(days);
   }
 
   // ── operating it: audit trail, retention, readiness (kept apart from the rest) ──
@@ -646,7 +660,7 @@ export class Store {
   // the change itself, so a change is never without its entry, nor an entry without its change.
 
   private auditDb: Database<AuditRow, [number, string]> | null = null;
-  private auditNext: ((result: unknown) => AuditEntry | undefined) | null = null;
+  private readonly pendingAudit = new PendingAudit();
   private auditSeq = 0;
 
   private get audit(): Database<AuditRow, [number, string]> {
@@ -654,20 +668,13 @@ export class Store {
   }
 
   /** Runs an issuer change (one of the methods above) and records `entry(result)` with it. */
-  async audited<T>(entry: (result: T) => AuditEntry | undefined, change: () => Promise<T>): Promise<T> {
-    this.auditNext = entry as (result: unknown) => AuditEntry | undefined;
-    try {
-      return await change();
-    } finally {
-      this.auditNext = null;
-    }
+  audited<T>(entry: (result: T) => AuditEntry | undefined, change: () => Promise<T>): Promise<T> {
+    return this.pendingAudit.around(entry, change);
   }
 
   /** Inside writeNow's transaction: the pending audit entry for this change's result. */
   private auditedResult<T>(result: T): T {
-    const make = this.auditNext;
-    this.auditNext = null;
-    const e = make?.(result);
+    const e = this.pendingAudit.take()?.(result);
     if (e !== undefined) {
       this.audit.put([e.at, `${process.pid.toString(36)}.${(this.auditSeq++).toString(36)}`], [e.at, e.action, e.keyId, e.actor, e.address, JSON.stringify(e.detail)]);
     }
@@ -675,21 +682,22 @@ export class Store {
   }
 
   /** Audit entries, oldest first; only those of `keyId` when given. */
-  auditTrail(keyId?: string, limit = 10_000): AuditEntry[] {
+  auditTrail(keyId?: string, limit = 10_000): Promise<AuditEntry[]> {
     const list: AuditEntry[] = [];
     for (const { value: r } of this.audit.getRange()) {
       if (keyId !== undefined && r[2] !== keyId) continue;
       list.push({ at: r[0], action: r[1], keyId: r[2], actor: r[3], address: r[4], detail: JSON.parse(r[5]) as Record<string, unknown> });
       if (list.length === limit) break;
     }
-    return list;
+    return Promise.resolve(list);
   }
 
   /** A key's usage records with `from <= at < to`, oldest first, at most `limit`. */
-  usageBetween(keyId: string, from: number, to: number, limit: number): UsageRecord[] {
+  usageBetween(key: KeyRecord, from: number, to: number, limit: number): Promise<UsageRecord[]> {
+    const keyId = key.id;
     const list: UsageRecord[] = [];
     for (const { value } of this.usage.getRange({ start: [keyId, from, ''], end: [keyId, to, ''], limit })) list.push(rowToUsage(value));
-    return list;
+    return Promise.resolve(list);
   }
 
   /**
@@ -699,7 +707,7 @@ export class Store {
    * transaction per call, so a sweep interleaves with the request path's group commits
    * (cost per batch: bench/retention.ts).
    */
-  deleteUsageBefore(before: number, limit: number, fromKeyId: string): { deleted: number; next: string | null } {
+  deleteUsageBefore(before: number, limit: number, fromKeyId: string): Promise<{ deleted: number; next: string | null }> {
     const doomed: [string, number, string][] = [];
     let next: string | null = null;
     for (const keyId of this.keyIds.getKeys({ start: fromKeyId })) {
@@ -718,7 +726,31 @@ export class Store {
         for (const key of doomed) this.usage.removeSync(key);
       });
     }
-    return { deleted: doomed.length, next };
+    return Promise.resolve({ deleted: doomed.length, next });
+  }
+
+  /**
+   * Everything the store holds, for `tollgate store migrate` (./migrate.ts): read in one read
+   * transaction's view, so the copy is of one moment (the server should be stopped anyway).
+   */
+  dump(): StoreDump {
+    const keys: KeyRecord[] = [];
+    for (const { value } of this.keys.getRange()) keys.push(rowToKey(value));
+    const accounts: Array<[string, Account]> = [];
+    for (const { key, value } of this.accounts.getRange()) accounts.push([key, rowToAccount(value)]);
+    const calls: StoreDump['calls'] = [];
+    for (const { key, value: c } of this.calls.getRange()) {
+      calls.push({ keyId: key[0], callId: key[1], account: c[0], owner: c[1], at: c[2], held: c[3], interruptedCharge: c[4], interruptedInputTokens: c[5], endpoint: c[6], model: c[7], stream: c[8] === 1, phase: c[9] });
+    }
+    const usage: Array<[string, UsageRecord]> = [];
+    for (const { key, value } of this.usage.getRange()) usage.push([key[0], rowToUsage(value)]);
+    const daily: StoreDump['daily'] = [];
+    for (const { key, value } of this.daily.getRange()) daily.push({ keyId: key[0], day: key[1], model: key[2], requests: value[0], costNano: value[1], tokens: value[2] });
+    const switches: Array<[string, boolean]> = [];
+    for (const { key, value } of this.modelSwitches.getRange()) switches.push([key, value]);
+    const audit: AuditEntry[] = [];
+    for (const { value: r } of this.audit.getRange()) audit.push({ at: r[0], action: r[1], keyId: r[2], actor: r[3], address: r[4], detail: JSON.parse(r[5]) as Record<string, unknown> });
+    return { keys, accounts, calls, usage, daily, switches, audit };
   }
 
   /** For /readyz: the environment answers a read. */
@@ -788,17 +820,16 @@ class AccountCache {
   }
 }
 
-/** One issuer change: when, what, which key, by whom (never a secret). */
-export interface AuditEntry {
-  at: number;
-  /** `key.create`, `key.suspend`, `key.resume`, `key.topup`, `key.extend`, `key.set`, `key.rotate`, `model.enable`, `model.disable` */
-  action: string;
-  keyId: string | null;
-  /** `cli@HOSTNAME`, or `admin-api` */
-  actor: string;
-  /** The admin API caller's address; null for the local command line. */
-  address: string | null;
-  detail: Record<string, unknown>;
+/** Everything a store holds, as `tollgate store migrate` copies it. */
+export interface StoreDump {
+  keys: KeyRecord[];
+  accounts: Array<[string, Account]>;
+  calls: Array<{ keyId: string; callId: string; account: string; owner: string; at: number; held: number; interruptedCharge: number; interruptedInputTokens: number; endpoint: string; model: string; stream: boolean; phase: 0 | 1 }>;
+  usage: Array<[string, UsageRecord]>;
+  daily: Array<{ keyId: string; day: string; model: string; requests: number; costNano: number; tokens: number }>;
+  switches: Array<[string, boolean]>;
+  /** Oldest first. */
+  audit: AuditEntry[];
 }
 
 type AuditRow = [number, string, string | null, string, string | null, string];

@@ -1,5 +1,5 @@
 import { log } from '../log.js';
-import type { Store } from './lmdb.js';
+import type { UsageStore } from './store.js';
 
 const DAY_MS = 86_400_000;
 
@@ -16,7 +16,7 @@ export interface RetentionOptions {
 
 /**
  * Deletes usage records older than `retentionDays`, in small batches, off the request path:
- * each batch is one short synchronous transaction, and the next batch waits for the event
+ * each batch is one short transaction (LMDB) or script call (Redis), and the next batch waits for the event
  * loop to have served what arrived meanwhile (setImmediate). Daily totals are kept, so the
  * usage page's chart and the admin API's totals outlive the records. Cost per batch and data
  * growth: bench/retention.ts, README (Operating it).
@@ -28,7 +28,7 @@ export class RetentionSweeper {
   private readonly batch: number;
   private readonly now: () => number;
 
-  constructor(private readonly store: Store, private readonly options: RetentionOptions) {
+  constructor(private readonly store: UsageStore, private readonly options: RetentionOptions) {
     this.batch = options.batch ?? 500;
     this.now = options.now ?? Date.now;
   }
@@ -65,7 +65,7 @@ export class RetentionSweeper {
     let from: string | null = '';
     let total = 0;
     while (from !== null && !this.stopped) {
-      const { deleted, next } = this.store.deleteUsageBefore(cutoff, this.batch, from);
+      const { deleted, next } = await this.store.deleteUsageBefore(cutoff, this.batch, from);
       total += deleted;
       from = next;
       if (from !== null) await new Promise((resolve) => setImmediate(resolve));

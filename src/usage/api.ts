@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { fundsRefusal } from '../admit/admit.js';
 import { CORS_RESPONSE_HEADERS, withRequestId } from '../http/headers.js';
 import { formatUsd } from '../money.js';
-import type { Store } from '../store/lmdb.js';
+import type { UsageStore } from '../store/store.js';
 import type { Account, KeyRecord, UsageRecord } from '../store/types.js';
 
 export const DEFAULT_PAGE = 50;
@@ -93,8 +93,8 @@ export function dayText(ms: number): string {
 export interface DayRange { from: string; to: string; fromMs: number; toMs: number }
 
 /** Every day of the range, oldest first, with its totals (zeros included) and the split by model. */
-export function dailyRows(store: Store, key: KeyRecord, range: DayRange): Record<string, unknown>[] {
-  const totals = store.dailyOf(key.id, range.from, range.to);
+export async function dailyRows(store: UsageStore, key: KeyRecord, range: DayRange): Promise<Record<string, unknown>[]> {
+  const totals = await store.dailyOf(key, range.from, range.to);
   const rows = [];
   for (let at = range.fromMs; at <= range.toMs; at += DAY_MS) {
     const day = dayText(at);
@@ -132,7 +132,7 @@ function badQuery(res: ServerResponse, requestId: string, message: string): void
  * `before`), and per-day totals for the last `days` days (default 30) with a split by model.
  * Suspended and expired keys may read their own usage.
  */
-export function serveUsageApi(res: ServerResponse, store: Store, key: KeyRecord, query: string, requestId: string, now = Date.now()): void {
+export async function serveUsageApi(res: ServerResponse, store: UsageStore, key: KeyRecord, query: string, requestId: string, now = Date.now()): Promise<void> {
   const params = new URLSearchParams(query);
   const limitText = params.get('limit');
   const limit = limitText === null ? DEFAULT_PAGE : Number(limitText);
@@ -144,16 +144,15 @@ export function serveUsageApi(res: ServerResponse, store: Store, key: KeyRecord,
   const days = daysText === null ? 30 : Number(daysText);
   if (!Number.isInteger(days) || days < 1 || days > 366) return badQuery(res, requestId, 'days must be an integer from 1 to 366');
 
-  const account = store.account(key.account);
   // One more than asked: a cursor is returned only when another page really exists.
-  const records = store.usageOf(key.id, limit + 1, before);
+  const [account, records] = await Promise.all([store.account(key.account), store.usageOf(key, limit + 1, before)]);
   const more = records.length > limit;
   if (more) records.length = limit;
   const last = more ? records[limit - 1] : undefined;
 
   const today = Math.floor(now / DAY_MS) * DAY_MS;
   const fromMs = today - (days - 1) * DAY_MS;
-  const daily = dailyRows(store, key, { from: dayText(fromMs), to: dayText(today), fromMs, toMs: today });
+  const daily = await dailyRows(store, key, { from: dayText(fromMs), to: dayText(today), fromMs, toMs: today });
 
   res.writeHead(200, withRequestId(USAGE_HEADERS, requestId));
   res.end(JSON.stringify({

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startMockProvider, type MockProvider } from '../fixtures/mock-provider.js';
+import { startRedis, type RedisServer } from './redis.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -39,7 +40,19 @@ export const CLI_MODES: readonly CliMode[] = ['local', 'remote'];
 /** The admin token test servers are started with (when `admin` is on). */
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
+/**
+ * Which store the gateway runs on. TOLLGATE_TEST_BACKEND=redis runs a test file on Redis (each
+ * harness starts its own redis-server), as test/backends-redis.test.ts does for the behaviour
+ * files; the default is LMDB.
+ */
+export type Backend = 'lmdb' | 'redis';
+export const TEST_BACKEND: Backend = process.env.TOLLGATE_TEST_BACKEND === 'redis' ? 'redis' : 'lmdb';
+
 export interface Harness {
+  /** The store the gateway and the CLI run on. */
+  backend: Backend;
+  /** The Redis server of a Redis-backed harness (its own, or the one given), else null. */
+  redis: RedisServer | null;
   /** http://127.0.0.1:PORT of the gateway */
   base: string;
   mock: MockProvider;
@@ -79,6 +92,10 @@ export interface HarnessOptions {
    * the provider secrets and `env`.
    */
   executable?: string;
+  /** The store (default TEST_BACKEND). */
+  backend?: Backend;
+  /** With backend redis: this server instead of one of the harness's own (several gateways on one Redis). */
+  redisServer?: RedisServer;
 }
 
 interface Teardown { teardown(fn: () => unknown): void }
@@ -135,6 +152,10 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
     rmSync(dir, { recursive: true, force: true });
   });
   const dataDir = join(dir, 'data');
+  const backend = options.backend ?? TEST_BACKEND;
+  const redis = backend === 'redis' ? options.redisServer ?? await startRedis(t) : null;
+  // Selects the Redis backend for `serve` and every CLI command alike (interface.md, Store backends).
+  const storeEnv: NodeJS.ProcessEnv = redis === null ? {} : { TOLLGATE_REDIS_URL: redis.url };
   const configFile = join(dir, 'tollgate.config.json');
   writeFileSync(configFile, JSON.stringify((options.config ?? defaultConfig)(mock.url), null, 2));
   const binary = options.executable === undefined ? undefined : { executable: options.executable, cwd: dir };
@@ -147,7 +168,7 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
   let out = '';
   let adminBase: string | null = null;
   const launch = async (): Promise<{ proc: ChildProcess; base: string; stop: () => Promise<number | null> }> => {
-    const proc = spawnTollgate(args, { ...PROVIDER_ENV, ...(admin ? { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN } : {}), ...options.env }, binary);
+    const proc = spawnTollgate(args, { ...PROVIDER_ENV, ...storeEnv, ...(admin ? { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN } : {}), ...options.env }, binary);
     // Output of this process only: the listening lines of an earlier one must not be read again.
     let own = '';
     proc.stderr!.on('data', (d) => (log += d));
@@ -188,8 +209,10 @@ export async function startGateway(t: Teardown, options: HarnessOptions = {}): P
   const first = await launch();
   const cli = options.cliMode === 'remote'
     ? (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, '--admin-url', adminBase!], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN, ...env }, undefined, binary)
-    : (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], env, undefined, binary);
+    : (cliArgs: string[], env?: NodeJS.ProcessEnv): Promise<CliResult> => runCli([...cliArgs, ...common], { ...storeEnv, ...env }, undefined, binary);
   const harness: Harness = {
+    backend,
+    redis,
     base: first.base,
     admin: adminBase,
     serverOut: () => out,
