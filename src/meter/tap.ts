@@ -75,9 +75,20 @@ export class UsageTap {
       else carry.push(Buffer.from(chunk));
       return;
     }
-    const whole = carry.length === 0 ? chunk.subarray(0, cut) : Buffer.concat([...carry, chunk.subarray(0, cut)]);
+    // The event begun in earlier chunks ends in this one: only that event is joined; the rest
+    // is searched where it lies (a copy of every read would be as many bytes again for the
+    // garbage collector, see forward/young-gc.ts).
+    let from = 0;
+    if (carry.length > 0) {
+      from = chunk[0] === LF && this.carryEndsLF() ? 1 : chunk.indexOf(LF2) + 2;
+      const first = Buffer.concat([...carry, chunk.subarray(0, from)]);
+      if (this.format.mayCarryUsage(first)) this.parseMarked(first);
+    }
     this.carry = cut === chunk.length ? NONE : [Buffer.from(chunk.subarray(cut))];
-    if (this.format.mayCarryUsage(whole)) this.parseMarked(whole);
+    if (from < cut) {
+      const whole = chunk.subarray(from, cut);
+      if (this.format.mayCarryUsage(whole)) this.parseMarked(whole);
+    }
   }
 
   private carryEndsLF(): boolean {
