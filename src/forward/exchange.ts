@@ -14,6 +14,7 @@ import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
 import type { CommitListener, Ledger } from '../store/store.js';
 import type { KeyRecord, UsageRecord } from '../store/types.js';
+import { notePassed } from './young-gc.js';
 
 /** What a metered call needs besides the response: who pays, for what, at which price. */
 export interface Metering {
@@ -165,6 +166,8 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   }
 
   onData(chunk: Buffer): boolean {
+    // Each provider read is a fresh ArrayBuffer outside the heap: see young-gc.ts.
+    notePassed(chunk.length);
     if (this.clientGone) {
       // The tap sees every chunk in order: a batch still waiting goes first.
       this.flush();
