@@ -121,11 +121,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       try {
         const exchange = new Exchange(res, requestId, {
           store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs, clientStallMs,
-          startedAt: hold.at, levers,
-          // Parsed only if an estimate needs the prompt's text (a call that ends normally never does).
-          get requestBody() {
-            return facts.body;
-          },
+          startedAt: hold.at, levers, request: facts,
         });
         const upstreamBody = usageBody ?? facts.raw;
         const headers = upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults);

@@ -22,8 +22,12 @@ export interface Metering {
   key: KeyRecord;
   model: Model;
   format: FormatAdapter;
-  /** The parsed request body, for an input estimate should usage never arrive. */
-  requestBody: Record<string, unknown>;
+  /**
+   * The request body, parsed on first read of `body`: only an input estimate (usage that never
+   * arrived) reads it. The request's facts themselves, not a closure over the handler's scope: a
+   * closure would tie the whole request (its socket objects, its body scanner) to the exchange.
+   */
+  request: { readonly body: Record<string, unknown> };
   requestedStream: boolean;
   /** The gateway asked for stream usage the client did not ask for: hide the usage-only chunk. */
   stripUsageChunk: boolean;
@@ -399,7 +403,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   private estimateAndCommit(m: Metering, finish: Finish, reading: Reading | undefined, reason: string): void {
     const tap = this.tap;
     const sample = tap?.stream === true ? tap.outputSample() : { text: '', chars: 0 };
-    estimateUsage(reading, m.requestBody, { stream: tap?.stream ?? m.requestedStream, text: sample.text, chars: sample.chars, bytesSeen: tap?.bytesSeen ?? 0 })
+    estimateUsage(reading, m.request.body, { stream: tap?.stream ?? m.requestedStream, text: sample.text, chars: sample.chars, bytesSeen: tap?.bytesSeen ?? 0 })
       .then(
         (usage) => this.commit(m, { usage, error: null, estimated: true, estimateReason: reason }, finish),
         (err: unknown) => {
