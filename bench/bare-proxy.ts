@@ -3,7 +3,7 @@
  * the provider's answer straight into the ServerResponse. No routing, no auth, no metering;
  * headers pass unchanged except the hop-by-hop ones.
  *
- *   node --import tsx bench/bare-proxy.ts http://127.0.0.1:UPSTREAM_PORT
+ *   node --import tsx bench/bare-proxy.ts http://127.0.0.1:UPSTREAM_PORT [CONNECTIONS]
  *
  * Prints `listening on URL` (port 0: an ephemeral port on 127.0.0.1).
  */
@@ -16,8 +16,8 @@ if (upstream === undefined) {
   process.exit(2);
 }
 
-// Same pool size as tollgate's default (limits.upstreamConnections).
-const pool = new Pool(upstream, { connections: 256, keepAliveTimeout: 30_000 });
+// Same pool size as tollgate's (limits.upstreamConnections): the second argument, default 1024 (tollgate's default).
+const pool = new Pool(upstream, { connections: Number(process.argv[3] ?? 1024), keepAliveTimeout: 30_000 });
 
 /** Hop-by-hop headers are the connection's, not the message's: never forwarded. */
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection', 'proxy-authorization', 'host']);

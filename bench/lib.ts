@@ -30,6 +30,14 @@ export const STREAM_BODY = JSON.stringify({
   stream_options: { include_usage: true },
   mock: { chunks: 20 },
 });
+/** The same stream as 20 separate writes back to back (a provider flushing per token, in a burst). */
+export const BURST_BODY = JSON.stringify({
+  model: MODEL,
+  messages: [{ role: 'user', content: 'Say hi.' }],
+  stream: true,
+  stream_options: { include_usage: true },
+  mock: { chunks: 20, separateWrites: true },
+});
 
 // ── child processes ─────────────────────────────────────────────────────────
 
@@ -323,11 +331,11 @@ export function startMock(): Promise<Server> {
 }
 
 /** bench/bare-proxy.ts, compiled to plain JavaScript (bench/.build/) for the same reason. */
-export async function startBareProxy(upstream: string): Promise<Server> {
+export async function startBareProxy(upstream: string, connections = 1024): Promise<Server> {
   const { build } = await import('esbuild');
   const outfile = join(BENCH_DIR, '.build', 'bare-proxy.mjs');
   await build({ entryPoints: [join(BENCH_DIR, 'bare-proxy.ts')], outfile, platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' });
-  return spawnServer('bare proxy', [outfile, upstream]);
+  return spawnServer('bare proxy', [outfile, upstream, String(connections)]);
 }
 
 export interface Tollgate extends Server {
@@ -377,6 +385,8 @@ export async function startTollgate(name: string, mockUrl: string, workers: numb
     ...(limits ? { limits } : {}),
     // BENCH_ACCESS_LOG=off: the access log's cost, measured by running with and without it.
     ...(process.env.BENCH_ACCESS_LOG === 'off' ? { log: { access: false } } : {}),
+    // BENCH_FSYNC=commit: every group commit flushed to disk before its answers (storage.fsync).
+    ...(process.env.BENCH_FSYNC ? { storage: { fsync: process.env.BENCH_FSYNC } } : {}),
   }, null, 2));
   const common = ['--config', configFile, '--data', dataDir];
   const created = JSON.parse(await runNode([...cli, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common], options.env ?? {}, executable)) as { key: string };

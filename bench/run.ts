@@ -7,6 +7,8 @@
  *   npm run bench -- --quick      smoke run, about 20 s
  *   npm run bench -- --binary     also the single binary (dist/tollgate, `npm run build:binary`),
  *                                 one process, as a fifth target
+ *   npm run bench -- --streams    only the streams-at-scale scenario (BENCH_SCENARIOS=streams)
+ *   npm run bench -- --plain      only the request scenario (BENCH_SCENARIOS=plain)
  *
  * Then, after the table, tollgate on Redis (bench/redis-row.ts) against the bare proxy, unless
  * BENCH_REDIS=0.
@@ -14,16 +16,18 @@
  * Environment: BENCH_DURATION (s per autocannon run), BENCH_ROUNDS, BENCH_CONNECTIONS (comma
  * list), BENCH_STREAM_SAMPLES (streamed requests per target per round), BENCH_WARMUP (s),
  * BENCH_WORKERS (the second tollgate's --workers), BENCH_QUICK=1 (same as --quick),
- * BENCH_BINARY=1 (same as --binary).
+ * BENCH_BINARY=1 (same as --binary), BENCH_SCENARIOS (plain,streams), BENCH_SCALE_STREAMS,
+ * BENCH_SCALE_EVENTS, BENCH_SCALE_GAP_MS, BENCH_SCALE_POOL (see bench/README.md).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  CHAT_PATH, cpuMs, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, ROOT, startBareProxy,
+  BURST_BODY, CHAT_PATH, cpuMs, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, ROOT, startBareProxy,
   runMain, runNode, startMock, startTollgate, STREAM_BODY, StreamClient, type LoadResult,
 } from './lib.js';
 import { redisRow } from './redis-row.js';
+import { runScale, scaleBody, startScaleTarget, warmScale, type ScaleResult, type ScaleSettings, type ScaleTargetId } from './streams.js';
 
 // ── settings ────────────────────────────────────────────────────────────────
 
@@ -51,6 +55,25 @@ const settings = {
   workers: Math.floor(envNumber('BENCH_WORKERS', 2, 2)),
 };
 
+const scenarioText = process.argv.includes('--streams') ? 'streams' : process.argv.includes('--plain') ? 'plain' : (process.env.BENCH_SCENARIOS || 'plain,streams');
+const scenarios = new Set(scenarioText.split(',').map((x) => x.trim()));
+for (const x of scenarios) if (x !== 'plain' && x !== 'streams') throw new Error(`BENCH_SCENARIOS: unknown scenario '${x}' (plain, streams)`);
+
+const scaleStreams = Math.floor(envNumber('BENCH_SCALE_STREAMS', quick ? 200 : 1000, 1));
+const scale: ScaleSettings = {
+  streams: scaleStreams,
+  events: Math.floor(envNumber('BENCH_SCALE_EVENTS', quick ? 10 : 40, 1)),
+  gapMs: envNumber('BENCH_SCALE_GAP_MS', quick ? 20 : 100, 1),
+  // Enough connections for every stream by default: the pool limit itself is measured by
+  // setting this lower (bench/README.md, provider connections).
+  pool: Math.floor(envNumber('BENCH_SCALE_POOL', scaleStreams + 64, 1)),
+  warmupStreams: quick ? 40 : 200,
+};
+/** BENCH_SCALE_BASELINE=path/to/dist/cli/main.js: another build of tollgate as a fourth target of the streams scenario. */
+const SCALE_BASELINE = process.env.BENCH_SCALE_BASELINE || undefined;
+const SCALE_TARGETS: Array<[ScaleTargetId, string]> = [['direct', 'mock direct'], ['bare', 'bare proxy'], ['tollgate', 'tollgate'],
+  ...(SCALE_BASELINE ? [['baseline', 'baseline'] as [ScaleTargetId, string]] : [])];
+
 // ── targets ─────────────────────────────────────────────────────────────────
 
 interface Target {
@@ -66,6 +89,9 @@ interface Target {
   rounds: Map<string, number>[];
   ttfb: number[];
   ttlb: number[];
+  /** The 20-event stream written as 20 separate writes (BURST_BODY). */
+  burstTtfb: number[];
+  burstTtlb: number[];
   warnings: string[];
 }
 
@@ -74,13 +100,28 @@ function progress(text: string): void {
 }
 
 async function main(): Promise<void> {
+  progress(`bench: ${machine()}`);
+  const plain = scenarios.has('plain') ? await plainScenario() : null;
+  const scaled = scenarios.has('streams') ? await scaleScenario() : null;
+  report(plain, scaled);
+  if (plain?.redis) process.stdout.write(`\n${plain.redis.join('\n')}\n`);
+}
+
+interface PlainRun {
+  targets: Target[];
+  memory: { servingPeak: number; totalPeak: number; anonNow: number }[];
+  /** The lines of the Redis row (bench/redis-row.ts), null with BENCH_REDIS=0. */
+  redis: string[] | null;
+}
+
+async function plainScenario(): Promise<PlainRun> {
   if (BINARY !== null && !existsSync(BINARY)) throw new Error(`${BINARY} is missing: build it with \`npm run build:binary\``);
   const n = BINARY === null ? 4 : 5;
   const perRun = settings.duration + 0.3;
   const expectedSec = n * (settings.warmup + 1) + settings.rounds * (n * settings.connections.length * perRun + settings.streamSamples * n * 0.004) + 30;
-  guardChildren(Math.max(120, expectedSec * 3) * 1000);
+  const scaleSec = scenarios.has('streams') ? settings.rounds * SCALE_TARGETS.length * (15 + scale.events * scale.gapMs / 1000 * 2) : 0;
+  guardChildren(Math.max(120, (expectedSec + scaleSec) * 3) * 1000);
 
-  progress(`bench: ${machine()}`);
   if (BINARY !== null) progress(`bench: binary ${(await runNode(['--version'], {}, BINARY)).trim()}`);
   progress(`bench: starting the mock provider, the bare proxy and tollgate${BINARY === null ? '' : ' (and the binary)'} …`);
   const mock = await startMock();
@@ -90,7 +131,7 @@ async function main(): Promise<void> {
   const bin = BINARY === null ? null : await startTollgate('tollgate binary', mock.url, 1, { executable: BINARY });
 
   const target = (id: Target['id'], label: string, url: string, key: string | null, pids: number[], servingPids: number[]): Target =>
-    ({ id, label, url, key, pids, servingPids, rounds: [], ttfb: [], ttlb: [], warnings: [] });
+    ({ id, label, url, key, pids, servingPids, rounds: [], ttfb: [], ttlb: [], burstTtfb: [], burstTtlb: [], warnings: [] });
   const targets: Target[] = [
     target('direct', 'mock direct', mock.url, null, [mock.pid], [mock.pid]),
     target('bare', 'bare proxy', bare.url, null, [bare.pid], [bare.pid]),
@@ -125,7 +166,8 @@ async function main(): Promise<void> {
         await sleep(200);
       }
     }
-    // Streams: one request per target in turn (A B C D A B C D …), sequentially.
+    // Streams: one request per target in turn (A B C D A B C D …), sequentially; each target
+    // gets the stream written at once, then the same stream as 20 separate writes.
     const clients = targets.map((t) => new StreamClient(t.url, t.key));
     for (let i = 0; i < settings.streamSamples; i++) {
       for (let k = 0; k < targets.length; k++) {
@@ -133,6 +175,10 @@ async function main(): Promise<void> {
         if (s.status !== 200) targets[k]!.warnings.push(`stream answered ${s.status}`);
         targets[k]!.ttfb.push(s.ttfb);
         targets[k]!.ttlb.push(s.ttlb);
+        const b = await clients[k]!.request(CHAT_PATH, BURST_BODY);
+        if (b.status !== 200) targets[k]!.warnings.push(`burst stream answered ${b.status}`);
+        targets[k]!.burstTtfb.push(b.ttfb);
+        targets[k]!.burstTtlb.push(b.ttlb);
       }
     }
     await Promise.all(clients.map((c) => c.close()));
@@ -148,12 +194,46 @@ async function main(): Promise<void> {
     const text = s?.log().trim();
     if (text) targets[i + 2]!.warnings.push(`wrote to stderr: ${text.split('\n').slice(0, 3).join(' | ')}`);
   }
-
-  report(targets, memory);
-  if (process.env.BENCH_REDIS !== '0') {
-    const lines = await redisRow(mock.url, bare.url, settings, progress);
-    process.stdout.write(`\n${lines.join('\n')}\n`);
+  // Tollgate on Redis against the same mock and bare proxy, printed after the table.
+  const redis = process.env.BENCH_REDIS !== '0' ? await redisRow(mock.url, bare.url, settings, progress) : null;
+  for (const s of [mock, bare, one, many, bin]) {
+    if (s === null) continue;
+    const exited = new Promise<void>((resolve) => s.proc.once('exit', () => resolve()));
+    s.proc.kill('SIGTERM');
+    await exited;
   }
+  return { targets, memory, redis };
+}
+
+// ── streams at scale ────────────────────────────────────────────────────────
+
+/** Per target id: one ScaleResult per round. */
+type ScaleRun = Map<ScaleTargetId, ScaleResult[]>;
+
+/**
+ * The streams-at-scale scenario: per round, each target in turn on fresh processes (a fresh
+ * mock, and the fresh proxy in front of it), a short warm-up, then `scale.streams` streams at
+ * once, each event a separate write `scale.gapMs` apart.
+ */
+async function scaleScenario(): Promise<ScaleRun> {
+  guardChildren(Math.max(120, settings.rounds * SCALE_TARGETS.length * (20 + (scale.events * scale.gapMs) / 500)) * 3000);
+  const run: ScaleRun = new Map(SCALE_TARGETS.map(([id]) => [id, []]));
+  const body = scaleBody(scale);
+  for (let r = 0; r < settings.rounds; r++) {
+    for (const [id, label] of SCALE_TARGETS) {
+      const target = await startScaleTarget(id, scale.pool, [], SCALE_BASELINE);
+      try {
+        await warmScale(target.url, target.key, target.pid, scale);
+        await sleep(300);
+        const res = await runScale(target.url, target.key, target.pid, body, scale.streams, scale.events);
+        run.get(id)!.push(res);
+        progress(`round ${r + 1}/${settings.rounds}  streams at scale  ${label.padEnd(12)} ${res.ok} ok ${res.failed} failed, ${fmt((res.cpuMs * 1000) / res.events, 2)} µs CPU/event, at most ${res.maxOpen} open, ${fmt((res.anonPeak - res.anonBefore) / Math.max(1, res.maxOpen), 1)} kB anon/stream, ${fmt(res.wallMs / 1000, 1)} s`);
+      } finally {
+        await target.stop();
+      }
+    }
+  }
+  return run;
 }
 
 // ── checks ──────────────────────────────────────────────────────────────────
@@ -236,13 +316,46 @@ function render(rows: Row[]): string {
   }).join('\n');
 }
 
-function report(targets: Target[], memory: { servingPeak: number; totalPeak: number; anonNow: number }[]): void {
+function report(plain: PlainRun | null, scaled: ScaleRun | null): void {
+  const rows: Row[] = [];
+  const headline: Row[] = [];
+  if (plain !== null) plainRows(plain.targets, plain.memory, rows, headline);
+  if (scaled !== null) scaleRows(scaled, rows, headline);
+  rows.push({ section: 'headline: tollgate (1 process) against the bare proxy   median (min…max over rounds)' });
+  rows.push(...headline);
+  rows.push({ section: '' });
+
+  const out: string[] = [];
+  out.push(`machine: ${machine()}`);
+  out.push(`command: npm run bench${process.argv.slice(2).length ? ' -- ' + process.argv.slice(2).join(' ') : ''} (scenarios ${[...scenarios].join(',')})`);
+  if (plain !== null) {
+    out.push(`settings: ${settings.rounds} rounds × ${settings.connections.length} concurrencies × ${plain.targets.length} targets, ${settings.duration} s per run, warm-up ${settings.warmup} s, ${settings.streamSamples} streams per target per round${quick ? ' (quick)' : ''}`);
+    out.push(`processes: load generator (this process), mock provider, bare proxy, tollgate, tollgate cluster${BINARY ? ', tollgate binary' : ''}: each its own; all share the cores`);
+  }
+  if (scaled !== null) {
+    out.push(`streams at scale: ${scale.streams} streams at once, ${scale.events} deltas + 4 events each, ${scale.gapMs} ms apart, each event its own write; pool ${scale.pool} connections (tollgate limits.upstreamConnections, bare proxy Pool); ${settings.rounds} rounds, fresh processes per run`);
+  }
+  out.push('');
+  out.push(render(rows));
+  const warnings = plain === null ? [] : plain.targets.flatMap((t) => t.warnings.map((w) => `${t.label}: ${w}`));
+  if (scaled !== null) {
+    for (const [id, label] of SCALE_TARGETS) {
+      for (const [i, res] of scaled.get(id)!.entries()) if (res.failed > 0) warnings.push(`${label}: streams at scale, round ${i + 1}: ${res.failed} streams failed`);
+    }
+  }
+  if (warnings.length) out.push('', 'warnings:', ...warnings.slice(0, 20).map((w) => `  ${w}`));
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+const verdict = (ok: boolean, miss: string): string => (ok ? 'met' : `MISSED by ${miss}`);
+const line = (name: string, value: string, target: string, v: string): Row => ({ line: `${name.padEnd(34)}${value.padEnd(28)}${target.padEnd(18)}${v}` });
+
+function plainRows(targets: Target[], memory: { servingPeak: number; totalPeak: number; anonNow: number }[], rows: Row[], headline: Row[]): void {
   const [, bare, tg, w2, bin] = targets as [Target, Target, Target, Target, Target | undefined];
   const ratioCol = (metric: string) => fmt(median(perRound(tg, bare, metric, (x, y) => x / y)), 2);
   const workersCol = (metric: string) => fmt(median(perRound(w2, tg, metric, (x, y) => x / y)), 2);
   // With --binary, one more column: the binary against the bare proxy, like tollgate's.
   const binaryCol = (metric: string) => (bin ? [fmt(median(perRound(bin, bare, metric, (x, y) => x / y)), 2)] : []);
-  const rows: Row[] = [];
   rows.push(['', ...targets.map((t) => t.label), 'tollgate/bare', `×${settings.workers}/×1`, ...(bin ? ['binary/bare'] : [])]);
   rows.push({ section: 'non-streamed chat (POST /v1/chat/completions), autocannon' });
   for (const c of settings.connections) {
@@ -268,6 +381,13 @@ function report(targets: Target[], memory: { servingPeak: number; totalPeak: num
   rows.push(streamRow('TTFB p99 µs', (t) => t.ttfb, 0.99));
   rows.push(streamRow('TTLB p50 µs', (t) => t.ttlb, 0.5));
   rows.push(streamRow('TTLB p99 µs', (t) => t.ttlb, 0.99));
+  rows.push({ section: `streamed chat, 20 events as 20 separate writes (a burst), sequential, ${settings.streamSamples * settings.rounds} per target` });
+  rows.push(streamRow('TTFB p50 µs', (t) => t.burstTtfb, 0.5));
+  rows.push(streamRow('TTFB p99 µs', (t) => t.burstTtfb, 0.99));
+  rows.push(streamRow('end of body p50 µs', (t) => t.burstTtlb, 0.5));
+  rows.push(streamRow('end of body p99 µs', (t) => t.burstTtlb, 0.99));
+  // The body's own time, first byte to end: what the gateway adds while the events pass.
+  rows.push(streamRow('first byte → end p50 µs', (t) => t.burstTtlb.map((x, i) => x - t.burstTtfb[i]!), 0.5));
   rows.push({ section: 'memory (/proc/PID/status)' });
   const mb = (kb: number) => fmt(kb / 1024, 1);
   rows.push(['peak RSS MB, per serving process', ...memory.map((m) => mb(m.servingPeak)), fmt(memory[2]!.servingPeak / memory[1]!.servingPeak, 2), '', ...(bin ? [fmt(memory[4]!.servingPeak / memory[1]!.servingPeak, 2)] : [])]);
@@ -275,22 +395,23 @@ function report(targets: Target[], memory: { servingPeak: number; totalPeak: num
   rows.push(['RSS anon MB at the end', ...memory.map((m) => mb(m.anonNow)), '', '']);
 
   // Headline: tollgate against the bare proxy, paired by round.
-  rows.push({ section: 'headline: tollgate (1 process) against the bare proxy   median (min…max over rounds)' });
-  const verdict = (ok: boolean, miss: string) => (ok ? 'met' : `MISSED by ${miss}`);
-  const line = (name: string, value: string, target: string, verdict: string): Row => ({ line: `${name.padEnd(34)}${value.padEnd(28)}${target.padEnd(18)}${verdict}` });
   if (settings.connections.includes(32)) {
     const r = perRound(tg, bare, 'rps@32', (x, y) => x / y);
-    rows.push(line('throughput ratio at c=32', spread(r, 3), 'target ≥ 0.90', verdict(median(r) >= 0.9, fmt(0.9 - median(r), 3))));
+    headline.push(line('throughput ratio at c=32', spread(r, 3), 'target ≥ 0.90', verdict(median(r) >= 0.9, fmt(0.9 - median(r), 3))));
   }
   if (hasC1) {
     const d = perRound(tg, bare, 'rps@1', (x, y) => 1e6 / x - 1e6 / y);
-    rows.push(line('added µs/request at c=1', spread(d, 1, '+'), 'target ≤ 25 µs', verdict(median(d) <= 25, `${fmt(median(d) - 25, 1)} µs`)));
+    headline.push(line('added µs/request at c=1', spread(d, 1, '+'), 'target ≤ 25 µs', verdict(median(d) <= 25, `${fmt(median(d) - 25, 1)} µs`)));
   }
   const ttfbDelta = q(tg.ttfb, 0.5) - q(bare.ttfb, 0.5);
-  rows.push(line('streamed TTFB p50 delta', `${signed(ttfbDelta, 0)} µs`, 'target ≤ 100 µs', verdict(ttfbDelta <= 100, `${fmt(ttfbDelta - 100, 0)} µs`)));
+  headline.push(line('streamed TTFB p50 delta', `${signed(ttfbDelta, 0)} µs`, 'target ≤ 100 µs', verdict(ttfbDelta <= 100, `${fmt(ttfbDelta - 100, 0)} µs`)));
+  const burstEnd = q(tg.burstTtlb, 0.5) - q(bare.burstTtlb, 0.5);
+  headline.push(line('burst (20 writes) end-of-body p50', `${signed(burstEnd, 0)} µs`, 'target < 100 µs', verdict(burstEnd < 100, `${fmt(burstEnd - 100, 0)} µs`)));
+  const body = (t: Target): number => q(t.burstTtlb.map((x, i) => x - t.burstTtfb[i]!), 0.5);
+  headline.push(line('burst first byte → end p50 delta', `${signed(body(tg) - body(bare), 0)} µs`, '', ''));
   const multi = settings.connections.filter((c) => c > 1);
   if (multi.length) {
-    rows.push(line(`workers ${settings.workers} vs 1, throughput`, multi.map((c) => `c=${c}: ${fmt(median(perRound(w2, tg, `rps@${c}`, (x, y) => x / y)), 2)}`).join('  '), '', ''));
+    headline.push(line(`workers ${settings.workers} vs 1, throughput`, multi.map((c) => `c=${c}: ${fmt(median(perRound(w2, tg, `rps@${c}`, (x, y) => x / y)), 2)}`).join('  '), '', ''));
   }
   if (bin) {
     rows.push({ section: 'the single binary (1 process, its own Node.js) against the bare proxy   median (min…max over rounds)' });
@@ -299,17 +420,41 @@ function report(targets: Target[], memory: { servingPeak: number; totalPeak: num
     rows.push(line('streamed TTFB p50 delta', `${signed(q(bin.ttfb, 0.5) - q(bare.ttfb, 0.5), 0)} µs`, '', ''));
     if (settings.connections.includes(32)) rows.push(line('binary / tollgate at c=32', spread(perRound(bin, tg, 'rps@32', (x, y) => x / y), 3), '', ''));
   }
-  rows.push({ section: '' });
+}
 
-  const out: string[] = [];
-  out.push(`machine: ${machine()}`);
-  out.push(`settings: ${settings.rounds} rounds × ${settings.connections.length} concurrencies × ${targets.length} targets, ${settings.duration} s per run, warm-up ${settings.warmup} s, ${settings.streamSamples} streams per target per round${quick ? ' (quick)' : ''}`);
-  out.push(`processes: load generator (this process), mock provider, bare proxy, tollgate, tollgate cluster${bin ? ', tollgate binary' : ''}: each its own; all share the cores`);
-  out.push('');
-  out.push(render(rows));
-  const warnings = targets.flatMap((t) => t.warnings.map((w) => `${t.label}: ${w}`));
-  if (warnings.length) out.push('', 'warnings:', ...warnings.slice(0, 20).map((w) => `  ${w}`));
-  process.stdout.write(`${out.join('\n')}\n`);
+/** The streams-at-scale rows: per target, the median over rounds; ratios paired by round. */
+function scaleRows(run: ScaleRun, rows: Row[], headline: Row[]): void {
+  const per = (id: ScaleTargetId, f: (r: ScaleResult) => number): number[] => run.get(id)!.map(f);
+  const cpuPerEvent = (r: ScaleResult): number => (r.cpuMs * 1000) / r.events;
+  const rssPerStream = (r: ScaleResult): number => (r.rssPeak - r.rssBefore) / Math.max(1, r.maxOpen);
+  const anonPerStream = (r: ScaleResult): number => (r.anonPeak - r.anonBefore) / Math.max(1, r.maxOpen);
+  const pooled = (id: ScaleTargetId, pick: (r: ScaleResult) => number[], p: number): number =>
+    quantile(Float64Array.from(run.get(id)!.flatMap(pick)).sort(), p);
+  const paired = (f: (r: ScaleResult) => number, op: (x: number, y: number) => number): number[] =>
+    run.get('tollgate')!.map((r, i) => op(f(r), f(run.get('bare')!.at(i)!)));
+  rows.push({ section: `streams at scale: ${scale.streams} at once, ${scale.events + 4} events each ${scale.gapMs} ms apart, each its own write` });
+  rows.push(['', ...SCALE_TARGETS.map(([, label]) => label), 'tollgate/bare', ...(SCALE_BASELINE ? ['baseline/bare'] : [])]);
+  const pairedWith = (id: ScaleTargetId, f: (r: ScaleResult) => number, op: (x: number, y: number) => number): number[] =>
+    run.get(id)!.map((r, i) => op(f(r), f(run.get('bare')!.at(i)!)));
+  const row = (name: string, f: (r: ScaleResult) => number, digits: number, ratio = true): string[] => {
+    const col = (id: ScaleTargetId): string => (ratio ? fmt(median(pairedWith(id, f, (x, y) => x / y)), 2) : signed(median(pairedWith(id, f, (x, y) => x - y)), digits));
+    return [name, ...SCALE_TARGETS.map(([id]) => fmt(median(per(id, f)), digits)), col('tollgate'), ...(SCALE_BASELINE ? [col('baseline')] : [])];
+  };
+  rows.push(row('server CPU µs/event', cpuPerEvent, 2));
+  rows.push(row('RSS kB per open stream', rssPerStream, 1));
+  rows.push(row('RSS anon kB per open stream', anonPerStream, 1));
+  rows.push(row('streams open at once (most)', (r) => r.maxOpen, 0, false));
+  for (const [name, pick, p] of [
+    ['TTFB p50 ms', (r: ScaleResult) => r.ttfb, 0.5], ['TTFB p99 ms', (r: ScaleResult) => r.ttfb, 0.99],
+    ['end of body p50 ms', (r: ScaleResult) => r.ttlb, 0.5], ['end of body p99 ms', (r: ScaleResult) => r.ttlb, 0.99],
+  ] as const) {
+    const v = SCALE_TARGETS.map(([id]) => pooled(id, pick, p));
+    rows.push([name, ...v.map((x) => fmt(x, 2)), signed(v[2]! - v[1]!, 2), ...(SCALE_BASELINE ? [signed(v[3]! - v[1]!, 2)] : [])]);
+  }
+  const cpu = paired(cpuPerEvent, (x, y) => x / y);
+  headline.push(line('streams: CPU per event ratio', spread(cpu, 2), 'target ≤ 1.25', verdict(median(cpu) <= 1.25, fmt(median(cpu) - 1.25, 2))));
+  const mem = paired(rssPerStream, (x, y) => x / y);
+  headline.push(line('streams: RSS per open stream ratio', spread(mem, 2), 'target ≤ 1.20', verdict(median(mem) <= 1.2, fmt(median(mem) - 1.2, 2))));
 }
 
 // ── run ─────────────────────────────────────────────────────────────────────

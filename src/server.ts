@@ -9,7 +9,7 @@ import { requestFacts, type RequestFacts } from './formats/model.js';
 import type { FormatAdapter } from './formats/types.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange } from './forward/exchange.js';
-import { buildUpstreams, closeUpstreams, type Upstream } from './forward/pools.js';
+import { buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
 import { bodyAtHand, readBody, REFUSED, TOO_LARGE, type RequestBody } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
 import { Drain } from './http/drain.js';
@@ -58,9 +58,11 @@ export interface Gateway {
 export function createGateway(config: Config, store: GatewayStore, options: GatewayOptions = {}): Gateway {
   const routes = buildRoutes();
   const upstreams = buildUpstreams(config, options.env);
+  options.metrics?.watchUpstreamQueues(() => queuedCalls(upstreams));
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
+  const clientStallMs = config.limits.clientStallMs;
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
   void store.serveCalls();
   const { maxRequestBytes, maxJsonDepth } = config.limits;
@@ -139,7 +141,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       // Streams must report usage; a body that does not ask for it is the one thing changed.
       const usageBody = format.streamUsageRequest?.(facts);
       const exchange = new Exchange(res, requestId, {
-        store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
+        store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs, clientStallMs,
         startedAt, levers: call.levers, request: facts,
       });
       const upstreamBody = usageBody ?? facts.raw;

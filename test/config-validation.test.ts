@@ -81,6 +81,7 @@ t.test('bad configurations: exit 2 before listening, stderr names the field path
     ['bad server port', configWith((c) => (c.server = { port: 'eighty' })), /server\.port/],
     ['nesting depth of 1', configWith((c) => (c.limits = { maxJsonDepth: 1 })), /limits\.maxJsonDepth/],
     ['no connections allowed', configWith((c) => (c.limits = { maxConnections: 0 })), /limits\.maxConnections/],
+    ['a client stall limit of 10 ms', configWith((c) => (c.limits = { clientStallMs: 10 })), /limits\.clientStallMs/],
     ['headers allowed longer than the whole request', configWith((c) => (c.limits = { clientHeadersTimeoutMs: 5000, clientRequestTimeoutMs: 1000 })), /limits\.clientHeadersTimeoutMs/],
     ['header limit as a string', configWith((c) => (c.limits = { maxHeaderBytes: '16k' })), /limits\.maxHeaderBytes/],
   ];

@@ -51,6 +51,11 @@ export interface RawLimits {
   upstreamConnections?: number;
   /** How long to keep reading a provider's answer after the client left, to bill exact usage. */
   clientGoneGraceMs?: number;
+  /**
+   * How long a client may accept no bytes of an answer (its connection not draining) before it
+   * is treated as gone; the provider is never paused longer than this for it.
+   */
+  clientStallMs?: number;
   /** Deepest nesting of arrays and objects read in a request body (the top-level object is 1). */
   maxJsonDepth?: number;
   /** Largest request head (request line and headers), in bytes. */
@@ -148,6 +153,7 @@ export interface Limits {
   upstreamBodyTimeoutMs: number;
   upstreamConnections: number;
   clientGoneGraceMs: number;
+  clientStallMs: number;
   maxJsonDepth: number;
   maxHeaderBytes: number;
   clientHeadersTimeoutMs: number;

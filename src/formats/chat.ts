@@ -3,6 +3,8 @@ import { capturedString, isObject, parseObject, type FormatAdapter } from './typ
 const CONTENT = /"(?:content|arguments|refusal)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 /** A usage member other than `"usage":null`, whatever the provider's JSON spacing. */
 const USAGE_MEMBER = /"usage"\s*:\s*[^\sn]/;
+const ERROR_KEY = Buffer.from('"error"');
+const USAGE_KEY = Buffer.from('"usage"');
 const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
 
 /**
@@ -44,6 +46,7 @@ export const chat: FormatAdapter = {
       state.failure = 'upstream_stream_error';
     }
   },
+  mayCarryUsage: (events) => events.indexOf(ERROR_KEY) !== -1 || usageObjectIn(events),
   deltaText: (event) => capturedString(event.data, CONTENT),
   /**
    * A streamed chat call reports usage only with `stream_options.include_usage`. When the client
@@ -69,3 +72,24 @@ export const chat: FormatAdapter = {
     return body;
   },
 };
+
+/**
+ * Whether the bytes hold a `"usage"` member whose value is not `null`: with include_usage every
+ * chunk carries `"usage":null` and only the last a usage object, so this keeps the tap from
+ * parsing every event. Anything other than spaces, a colon and `n` after the key counts.
+ */
+function usageObjectIn(bytes: Buffer): boolean {
+  for (let at = bytes.indexOf(USAGE_KEY); at !== -1; at = bytes.indexOf(USAGE_KEY, at + 7)) {
+    let i = at + 7;
+    while (bytes[i] === 0x20 || bytes[i] === 0x09) i++;
+    if (bytes[i] !== 0x3a /* : */) {
+      // A key inside a string value ends with `\"`; anything else here is unusual: look closer.
+      if (bytes[i] === 0x2c || bytes[i] === 0x7d || bytes[i] === 0x5d) continue;
+      return true;
+    }
+    i++;
+    while (bytes[i] === 0x20 || bytes[i] === 0x09) i++;
+    if (bytes[i] !== 0x6e /* n */) return true;
+  }
+  return false;
+}

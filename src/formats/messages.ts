@@ -1,6 +1,8 @@
 import { mergeRestated } from './usage-read.js';
-import { capturedString, isObject, parseObject, type FormatAdapter } from './types.js';
+import { capturedString, holdsAny, isObject, parseObject, type FormatAdapter } from './types.js';
 
+/** The event names onEvent acts on. */
+const MARKERS = ['message_start', 'message_delta', 'error'].map((m) => Buffer.from(m));
 const DELTA_TEXT = /"(?:text|partial_json|thinking)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 
 /**
@@ -60,5 +62,6 @@ export const messages: FormatAdapter = {
         break;
     }
   },
+  mayCarryUsage: (events) => holdsAny(events, MARKERS),
   deltaText: (event) => (event.event === 'content_block_delta' ? capturedString(event.data, DELTA_TEXT) : undefined),
 };

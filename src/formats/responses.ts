@@ -1,6 +1,8 @@
-import { capturedString, isObject, parseObject, type FormatAdapter } from './types.js';
+import { capturedString, holdsAny, isObject, parseObject, type FormatAdapter } from './types.js';
 
 const DELTA = /"delta"\s*:\s*"((?:[^"\\]|\\.)*)"/;
+/** The event names onEvent acts on (`error` also matches `response.failed`'s neighbours: harmless). */
+const MARKERS = ['response.completed', 'response.incomplete', 'response.failed', 'error'].map((m) => Buffer.from(m));
 
 /**
  * OpenAI Responses: `usage.input_tokens` (cached inside), `output_tokens` (reasoning inside);
@@ -49,6 +51,7 @@ export const responses: FormatAdapter = {
         break;
     }
   },
+  mayCarryUsage: (events) => holdsAny(events, MARKERS),
   deltaText: (event) => (event.event !== undefined && event.event.endsWith('.delta') ? capturedString(event.data, DELTA) : undefined),
 };
 

@@ -87,6 +87,13 @@ export interface FormatAdapter {
   /** Reads one server-sent event; parses JSON only for the events that carry usage or errors. */
   onEvent(state: StreamState, event: EventSourceMessage): void;
   /**
+   * Whether these bytes (whole events, LF line endings) may hold an event that `onEvent` acts
+   * on: the usage tap gives `onEvent` only such events, so the test is a few native byte
+   * searches, never a parse. A false positive costs one event's parse; a false negative would
+   * lose usage, so anything unsure answers true.
+   */
+  mayCarryUsage(events: Buffer): boolean;
+  /**
    * The output text an event adds, or undefined. Used only to estimate output tokens when a
    * call ends without the provider's usage, so it is a cheap regex, not a JSON parse.
    */
@@ -96,6 +103,12 @@ export interface FormatAdapter {
    * instead so that the provider reports it, or undefined when the body already asks.
    */
   streamUsageRequest?(facts: RequestFacts): RequestBody | undefined;
+}
+
+/** Whether `bytes` holds any of `markers` (each searched natively). */
+export function holdsAny(bytes: Buffer, markers: readonly Buffer[]): boolean {
+  for (const m of markers) if (bytes.indexOf(m) !== -1) return true;
+  return false;
 }
 
 /** The decoded JSON string literal captured by `pattern`'s first group, or undefined. */

@@ -14,6 +14,7 @@ import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
 import type { CommitListener, Ledger } from '../store/store.js';
 import type { KeyRecord, UsageRecord } from '../store/types.js';
+import { notePassed } from './young-gc.js';
 
 /** What a metered call needs besides the response: who pays, for what, at which price. */
 export interface Metering {
@@ -32,6 +33,11 @@ export interface Metering {
   stripUsageChunk: boolean;
   /** How long to keep reading a provider's answer after the client left (then abort and estimate). */
   clientGoneGraceMs: number;
+  /**
+   * How long a client may accept no bytes (its connection not draining) before it is treated
+   * as gone; undefined: DEFAULT_CLIENT_STALL_MS. See Exchange.blocked.
+   */
+  clientStallMs?: number;
   /** When the call was admitted and its hold placed (the record's time). */
   startedAt: number;
   /** The price levers the request pulls (tool calls it implies are part of its usage). */
@@ -68,6 +74,12 @@ function onResponseClose(this: TrackedResponse): void {
 function onResponseDrain(this: TrackedResponse): void {
   this[kExchange]?.resume();
 }
+function onStall(exchange: Exchange): void {
+  exchange.stalled();
+}
+
+/** limits.clientStallMs's default (config/load.ts DEFAULT_LIMITS holds the same value). */
+export const DEFAULT_CLIENT_STALL_MS = 30_000;
 
 /**
  * One forwarded call, as an undici dispatch handler: the provider's bytes are passed to the
@@ -75,9 +87,18 @@ function onResponseDrain(this: TrackedResponse): void {
  * builds around a Writable (lib/api/api-stream.js), minus the Writable: measured in
  * architecture.md, `stream()` serves 15.1k req/s against 10.4k for `request()`+`pipeline`.
  *
- * Back-pressure: `res.write() === false` pauses the provider (onData returns false) until the
- * client's 'drain'. Completion: the charge and the usage record are committed before the
- * response is ended, so a response that reached the client in full is always billed.
+ * Writes: the chunks undici hands over while it parses what arrived together (one socket
+ * read, or several read in one go) are collected and sent to the client as one write at the
+ * end of that turn (a microtask), then shown to the tap: one write, one syscall and one
+ * chunk header per read instead of per event (see bench/README.md, streams at scale).
+ *
+ * Back-pressure: once a write returns false, the next chunk pauses the provider (onData returns
+ * false) until the client's 'drain'. A client that does not drain within clientStallMs is
+ * treated as gone (its connection destroyed; the call ends as a client-gone call), so a
+ * provider connection is never paused longer than that for a client that stopped reading.
+ *
+ * Completion: the charge and the usage record are committed before the response is ended, so a
+ * response that reached the client in full is always billed.
  * Every path ends in exactly one usage record: complete, provider error, cut, unreachable, or
  * client gone (billed from the provider's usage, or estimated when the grace period ran out);
  * the record settles the call's hold in the same commit (store/store.ts `Ledger.record`).
@@ -100,6 +121,12 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   private clientGone = false;
   private graceExpired = false;
   private graceTimer: NodeJS.Timeout | null = null;
+  /** Chunks of this turn not yet written to the client: null, one chunk, or several. */
+  private batch: Buffer | Buffer[] | null = null;
+  /** The last write returned false and no 'drain' has come since. */
+  private blocked = false;
+  private stallTimer: NodeJS.Timeout | null = null;
+  private readonly flushTurn = (): void => this.flush();
 
   constructor(
     private readonly res: ServerResponse,
@@ -143,29 +170,58 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   }
 
   onData(chunk: Buffer): boolean {
-    // The client first, the tap second: the tap's parsing never delays a byte.
-    let flowing = true;
-    if (!this.clientGone) {
-      if (this.held !== null) flowing = this.hold(chunk);
-      else {
-        if (this.filter === null) flowing = this.res.write(chunk);
-        else {
-          const out = this.filter.filter(chunk);
-          if (out !== undefined) flowing = this.res.write(out);
-        }
-        // Node corks a response's socket on write and sends at the next tick, which would put
-        // the tap's parsing of this chunk before its delivery: send it now (measured: streamed
-        // time-to-first-byte +110 µs over the bare proxy without this, bench/run.ts).
-        const socket = this.res.socket;
-        if (socket !== null && socket.writableCorked > 0) socket.uncork();
-      }
+    // Each provider read is a fresh ArrayBuffer outside the heap: see young-gc.ts.
+    notePassed(chunk.length);
+    if (this.clientGone) {
+      // The tap sees every chunk in order: a batch still waiting goes first.
+      this.flush();
+      this.tap?.write(chunk);
+      return true;
     }
-    if (this.tap !== null) this.tap.write(chunk);
-    return flowing;
+    if (this.held !== null) {
+      const flowing = this.hold(chunk);
+      this.tap?.write(chunk);
+      return flowing;
+    }
+    const batch = this.batch;
+    if (batch === null) {
+      this.batch = chunk;
+      // A microtask runs once undici has handed over everything of this read (its parser loop
+      // is synchronous) and costs less than process.nextTick (bench/README.md, the profile).
+      queueMicrotask(this.flushTurn);
+    } else if (Array.isArray(batch)) batch.push(chunk);
+    else this.batch = [batch, chunk];
+    return !this.blocked;
+  }
+
+  /**
+   * Sends this turn's chunks to the client in one write, then shows them to the tap: the tap
+   * never delays a byte. Node corks a response's socket on write and sends at the next tick;
+   * the write is sent now instead (measured: streamed time-to-first-byte +110 µs over the bare
+   * proxy when the tap's work came first, bench/run.ts).
+   */
+  flush(): void {
+    const batch = this.batch;
+    if (batch === null) return;
+    this.batch = null;
+    const chunk = Array.isArray(batch) ? Buffer.concat(batch) : batch;
+    if (!this.clientGone) {
+      let flowing = true;
+      if (this.filter === null) flowing = this.res.write(chunk);
+      else {
+        const out = this.filter.filter(chunk);
+        if (out !== undefined) flowing = this.res.write(out);
+      }
+      const socket = this.res.socket;
+      if (socket !== null && socket.writableCorked > 0) socket.uncork();
+      if (!flowing) this.block();
+    }
+    this.tap?.write(chunk);
   }
 
   onComplete(): void {
     if (this.settled) return;
+    this.flush();
     this.settled = true;
     this.clearGrace();
     if (this.filter !== null && !this.clientGone) {
@@ -191,6 +247,8 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
 
   onError(err: Error): void {
     if (this.settled) return;
+    // What arrived before the error still goes out (and to the tap) before the outcome.
+    this.flush();
     this.settled = true;
     this.clearGrace();
     const m = this.metering;
@@ -231,11 +289,41 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   // ── client side ─────────────────────────────────────────────────────────
 
   resume(): void {
+    this.blocked = false;
+    if (this.stallTimer !== null) {
+      clearTimeout(this.stallTimer);
+      this.stallTimer = null;
+    }
     this.resumeUpstream?.();
+  }
+
+  /** The client's connection stopped taking bytes: it has clientStallMs to drain. */
+  private block(): void {
+    this.blocked = true;
+    if (this.stallTimer !== null) return;
+    this.stallTimer = setTimeout(onStall, this.metering?.clientStallMs ?? DEFAULT_CLIENT_STALL_MS, this);
+    this.stallTimer.unref();
+  }
+
+  /**
+   * The client accepted no bytes for clientStallMs: it is treated as gone. Destroying its
+   * connection closes the response, and clientClosed() does the rest as for any client that
+   * left: the provider is resumed and read to its end (the call billed from its usage) or, after
+   * the grace period, stopped and estimated. A call already complete is billed already.
+   */
+  stalled(): void {
+    this.stallTimer = null;
+    if (!this.blocked || this.res.writableFinished) return;
+    log('warn', 'client_stalled', { requestId: this.requestId });
+    this.res.destroy();
   }
 
   /** The client's connection closed. Before completion, that means the client left. */
   clientClosed(): void {
+    if (this.stallTimer !== null) {
+      clearTimeout(this.stallTimer);
+      this.stallTimer = null;
+    }
     if (this.res.writableFinished || this.settled) return;
     this.clientGone = true;
     this.held = null;
@@ -265,6 +353,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     this.res.writeHead(this.status, this.responseHeaders!);
     let flowing = true;
     for (const part of held) flowing = this.res.write(part);
+    if (!flowing) this.block();
     return flowing;
   }
 
@@ -313,7 +402,8 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
 
   private estimateAndCommit(m: Metering, finish: Finish, reading: Reading | undefined, reason: string): void {
     const tap = this.tap;
-    estimateUsage(reading, m.request.body, { stream: tap?.stream ?? m.requestedStream, text: tap?.outputText ?? '', chars: tap?.outputChars ?? 0, bytesSeen: tap?.bytesSeen ?? 0 })
+    const sample = tap?.stream === true ? tap.outputSample() : { text: '', chars: 0 };
+    estimateUsage(reading, m.request.body, { stream: tap?.stream ?? m.requestedStream, text: sample.text, chars: sample.chars, bytesSeen: tap?.bytesSeen ?? 0 })
       .then(
         (usage) => this.commit(m, { usage, error: null, estimated: true, estimateReason: reason }, finish),
         (err: unknown) => {

@@ -39,6 +39,11 @@ export function buildUpstreams(config: Config, env: NodeJS.ProcessEnv = process.
   return upstreams;
 }
 
+/** Per provider, the calls waiting in its pool's queue for a connection (undici's pool stats). */
+export function queuedCalls(upstreams: Map<string, Upstream>): Array<readonly [string, number]> {
+  return [...upstreams.values()].map((u) => [u.provider.name, u.pool.stats.queued] as const);
+}
+
 export async function closeUpstreams(upstreams: Map<string, Upstream>): Promise<void> {
   await Promise.all([...upstreams.values()].map((u) => u.pool.close().catch(() => u.pool.destroy())));
 }

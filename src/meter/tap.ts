@@ -4,63 +4,154 @@ import { NO_LEVERS, type RequestLevers } from '../formats/levers.js';
 import type { FormatAdapter, StreamState, Usage } from '../formats/types.js';
 import { readUsage, type Reading } from '../formats/usage-read.js';
 
-/** Output text kept for an estimate; past it only its length is counted (memory stays flat). */
-const TEXT_SAMPLE = 64 * 1024;
 /** Plain bodies are parsed whole up to this size; past it only a tail window is kept. */
 const WHOLE_BODY_LIMIT = 4 * 1024 * 1024;
 const TAIL_WINDOW = 256 * 1024;
+/**
+ * The last bytes of a stream kept for an output estimate (read only when usage never arrives;
+ * scaled from this sample to every byte seen). Small, because every open stream holds it.
+ */
+const STREAM_TAIL = 4 * 1024;
+
+const LF2 = Buffer.from('\n\n');
+const CR = 0x0d;
+const LF = 0x0a;
+/** An empty carry, shared (replaced, never pushed to: see write). */
+const NONE: Buffer[] = [];
 
 /**
  * A passive tap on the provider's response: it sees the same chunks the client gets and never
  * delays, re-splits or re-encodes them.
  *
- * Streams are decoded with one TextDecoder in stream mode (so a multi-byte character split
- * across chunks is decoded once whole) and fed to eventsource-parser; the format adapter parses
- * only the events that carry usage, and a regex collects output text for estimates. Plain JSON
- * bodies are kept as chunk references and parsed once at the end; a body too large for that
- * keeps a tail window, since every format puts `usage` after the content.
+ * Streams: per chunk the tap counts bytes, keeps a bounded tail (for an estimate should usage
+ * never arrive) and asks the format whether the chunk's whole events may carry usage (a few
+ * native byte searches, `FormatAdapter.mayCarryUsage`). Only those events are decoded and
+ * given to eventsource-parser and the format's `onEvent`; every other event costs nothing
+ * more. The bytes of an event split across chunks are carried until its end. A stream with CR
+ * line endings (allowed by SSE, sent by no provider we know) is parsed whole instead, as
+ * decoding line ends by byte search is only exact for LF. Plain JSON bodies are kept as chunk
+ * references and parsed once at the end; a body too large for that keeps a tail window, since
+ * every format puts `usage` after the content.
  */
 export class UsageTap {
   private readonly state: StreamState = { usage: undefined, problem: null, serviceTier: null, toolCalls: null, failure: null };
   private result: Reading | undefined;
-  private readonly decoder: TextDecoder | null;
   private readonly parser: EventSourceParser | null;
+  /** Set once a CR is seen: from then on every byte goes through the decoder and the parser. */
+  private decoder: TextDecoder | null = null;
+  /** The start of an event whose end has not arrived yet, in the chunks it came in (LF mode). */
+  private carry: Buffer[] = NONE;
+  /** The stream's last bytes, as a ring once it is full (see STREAM_TAIL). */
+  private tail: Buffer | null = null;
+  private tailAt = 0;
+  private tailFull = false;
   private chunks: Buffer[] = [];
   private kept = 0;
   private truncated = false;
-  /** The first 64 KiB of output text seen in stream deltas, for an estimate when usage never arrives. */
-  outputText = '';
-  /** Length of all the output text seen (the sample scales up to it). */
-  outputChars = 0;
   /** Bytes of response body seen. */
   bytesSeen = 0;
 
   constructor(private readonly format: FormatAdapter, readonly stream: boolean, private readonly levers: RequestLevers = NO_LEVERS) {
-    if (stream) {
-      this.decoder = new TextDecoder('utf-8');
-      const state = this.state;
-      this.parser = createParser({
-        onEvent: (event) => {
-          format.onEvent(state, event);
-          const text = format.deltaText(event);
-          if (text !== undefined) {
-            this.outputChars += text.length;
-            if (this.outputText.length < TEXT_SAMPLE) this.outputText += text;
-          }
-        },
-      });
-    } else {
-      this.decoder = null;
-      this.parser = null;
-    }
+    const state = this.state;
+    this.parser = stream ? createParser({ onEvent: (event) => format.onEvent(state, event) }) : null;
   }
 
   write(chunk: Buffer): void {
     this.bytesSeen += chunk.length;
-    if (this.parser !== null) {
-      this.parser.feed(this.decoder!.decode(chunk, { stream: true }));
+    if (this.parser === null) return this.keep(chunk);
+    this.keepTail(chunk);
+    if (this.decoder !== null) {
+      this.parser.feed(this.decoder.decode(chunk, { stream: true }));
       return;
     }
+    if (chunk.indexOf(CR) !== -1) return this.parseWhole(chunk);
+    // Just past the chunk's last blank line; 0 when it has none.
+    let cut = chunk.lastIndexOf(LF2) + 2;
+    if (cut === 1) cut = chunk[0] === LF && this.carryEndsLF() ? 1 : 0;
+    const carry = this.carry;
+    if (cut === 0) {
+      // Copies: a reference would keep the provider's whole read alive until the event ends.
+      if (carry === NONE) this.carry = [Buffer.from(chunk)];
+      else carry.push(Buffer.from(chunk));
+      return;
+    }
+    // The event begun in earlier chunks ends in this one: only that event is joined; the rest
+    // is searched where it lies (a copy of every read would be as many bytes again for the
+    // garbage collector, see forward/young-gc.ts).
+    let from = 0;
+    if (carry.length > 0) {
+      from = chunk[0] === LF && this.carryEndsLF() ? 1 : chunk.indexOf(LF2) + 2;
+      const first = Buffer.concat([...carry, chunk.subarray(0, from)]);
+      if (this.format.mayCarryUsage(first)) this.parseMarked(first);
+    }
+    this.carry = cut === chunk.length ? NONE : [Buffer.from(chunk.subarray(cut))];
+    if (from < cut) {
+      const whole = chunk.subarray(from, cut);
+      if (this.format.mayCarryUsage(whole)) this.parseMarked(whole);
+    }
+  }
+
+  private carryEndsLF(): boolean {
+    const last = this.carry[this.carry.length - 1];
+    return last !== undefined && last[last.length - 1] === LF;
+  }
+
+  /** Gives the parser those of these whole events that may carry usage, each decoded whole. */
+  private parseMarked(whole: Buffer): void {
+    const format = this.format;
+    for (let start = 0; start < whole.length;) {
+      const at = whole.indexOf(LF2, start);
+      const end = at === -1 ? whole.length : at + 2;
+      const event = whole.subarray(start, end);
+      if (format.mayCarryUsage(event)) this.parser!.feed(event.toString('utf8'));
+      start = end;
+    }
+  }
+
+  /** From the first CR on: the carried bytes and everything after go through the parser. */
+  private parseWhole(chunk: Buffer): void {
+    this.decoder = new TextDecoder('utf-8');
+    for (const part of this.carry) this.parser!.feed(this.decoder.decode(part, { stream: true }));
+    this.carry = NONE;
+    this.parser!.feed(this.decoder.decode(chunk, { stream: true }));
+  }
+
+  private keepTail(chunk: Buffer): void {
+    let tail = this.tail;
+    if (chunk.length >= STREAM_TAIL) {
+      if (tail === null || tail.length < STREAM_TAIL) tail = this.tail = Buffer.allocUnsafe(STREAM_TAIL);
+      chunk.copy(tail, 0, chunk.length - STREAM_TAIL);
+      this.tailAt = 0;
+      this.tailFull = true;
+      return;
+    }
+    // Grown by doubling until it holds STREAM_TAIL; a short stream never takes all of it.
+    if (!this.tailFull && (tail === null || this.tailAt + chunk.length > tail.length)) {
+      const size = Math.min(STREAM_TAIL, Math.max(512, 2 ** Math.ceil(Math.log2(this.tailAt + chunk.length))));
+      if (tail === null || size > tail.length) {
+        const grown = Buffer.allocUnsafe(size);
+        if (tail !== null) tail.copy(grown, 0, 0, this.tailAt);
+        tail = this.tail = grown;
+      }
+    }
+    tail = tail!;
+    const room = tail.length - this.tailAt;
+    if (chunk.length <= room) {
+      chunk.copy(tail, this.tailAt);
+      this.tailAt += chunk.length;
+    } else {
+      chunk.copy(tail, this.tailAt, 0, room);
+      chunk.copy(tail, 0, room);
+      this.tailAt = chunk.length - room;
+      this.tailFull = true;
+    }
+    if (this.tailAt === STREAM_TAIL) {
+      this.tailAt = 0;
+      this.tailFull = true;
+    }
+  }
+
+  private keep(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.kept += chunk.length;
     if (this.kept > WHOLE_BODY_LIMIT) {
@@ -71,12 +162,47 @@ export class UsageTap {
     }
   }
 
+  /**
+   * The output text of the kept tail and the length the whole stream's output is taken to have
+   * (the tail's, scaled by the bytes seen over the bytes kept): only for an estimate, when
+   * usage never arrived, so the tail is parsed here and nowhere else. A tail that starts in
+   * the middle of an event costs nothing: SSE ignores a line with an unknown field name.
+   */
+  outputSample(): { text: string; chars: number } {
+    const tail = this.tail;
+    if (tail === null) return { text: '', chars: 0 };
+    const bytes = this.tailFull ? Buffer.concat([tail.subarray(this.tailAt), tail.subarray(0, this.tailAt)]) : tail.subarray(0, this.tailAt);
+    let text = '';
+    const format = this.format;
+    const parser = createParser({
+      onEvent: (event) => {
+        const delta = format.deltaText(event);
+        if (delta !== undefined) text += delta;
+      },
+    });
+    parser.feed(bytes.toString('utf8'));
+    parser.feed('\n\n');
+    const chars = bytes.length === 0 ? 0 : Math.ceil((text.length * this.bytesSeen) / bytes.length);
+    return { text, chars };
+  }
+
+  /** The output text seen (of the kept tail): see outputSample. */
+  get outputText(): string {
+    return this.outputSample().text;
+  }
+
   /** Called once the provider's body is complete. */
   end(): void {
     const state = this.state;
     if (this.parser !== null) {
-      const rest = this.decoder!.decode();
-      if (rest) this.parser.feed(rest);
+      if (this.decoder !== null) {
+        const rest = this.decoder.decode();
+        if (rest) this.parser.feed(rest);
+      } else if (this.carry.length > 0) {
+        const carry = Buffer.concat(this.carry);
+        this.carry = NONE;
+        if (this.format.mayCarryUsage(carry)) this.parser.feed(carry.toString('utf8'));
+      }
       // A final event without its blank line still counts (the provider closed right after it).
       this.parser.feed('\n\n');
     } else {

@@ -80,8 +80,19 @@ export interface MockSwitches {
   delayMs?: number;
   /** content delta events in a stream / pieces of the plain text (default 5): "tok0 ", "tok1 ", ... */
   chunks?: number;
-  /** wait between stream events (default 0: everything in one write) */
+  /** wait between stream events (default 0: everything in one write); each event is its own write */
   chunkDelayMs?: number;
+  /**
+   * stream, with chunkDelayMs 0: every event its own write, sent to the socket at once (as a
+   * provider that flushes per token does), back to back: a burst of separate writes
+   */
+  separateWrites?: boolean;
+  /**
+   * stream, with chunkDelayMs 0: every event its own write (its own chunk of the chunked
+   * encoding), all in the same tick, so node:http sends them together: events that arrive in
+   * one read on the other side
+   */
+  writePerEvent?: boolean;
   /** stream: after this many content deltas, close the connection without finishing the body */
   cutAfter?: number;
   /** stream: after the deltas send the format's error event instead of the normal end */
@@ -149,6 +160,8 @@ interface Sw {
   chunks: number;
   chunksGiven: boolean;
   chunkDelayMs: number;
+  separateWrites: boolean;
+  writePerEvent: boolean;
   cutAfter: number; // -1 = none
   errorEvent: boolean;
   bytes: number; // -1 = off
@@ -181,6 +194,8 @@ const DEFAULT_SW: Sw = Object.freeze({
   chunks: 5,
   chunksGiven: false,
   chunkDelayMs: 0,
+  separateWrites: false,
+  writePerEvent: false,
   cutAfter: -1,
   errorEvent: false,
   bytes: -1,
@@ -220,6 +235,8 @@ function readSwitches(m: unknown): Sw {
     chunks: nonNeg(o.chunks, 5),
     chunksGiven: typeof o.chunks === 'number',
     chunkDelayMs: nonNeg(o.chunkDelayMs, 0),
+    separateWrites: o.separateWrites === true,
+    writePerEvent: o.writePerEvent === true,
     cutAfter: nonNeg(o.cutAfter, -1),
     errorEvent: o.errorEvent === true,
     bytes: nonNeg(o.bytes, -1),
@@ -800,7 +817,10 @@ function noop(): void {}
 /** Waits until the test releases a held answer (or its connection closes). */
 type HoldWait = (res: ServerResponse) => Promise<void>;
 
-async function pump(res: ServerResponse, it: Iterator<Item>, delayMs: number, holdWait: HoldWait): Promise<void> {
+/** How a stream without delays is written: all events in one write, each its own write sent together, or each its own send. */
+type Writes = 'batch' | 'chunks' | 'sends';
+
+async function pump(res: ServerResponse, it: Iterator<Item>, delayMs: number, holdWait: HoldWait, writes: Writes = 'batch'): Promise<void> {
   res.on('error', noop);
   let batch = '';
   let first = true;
@@ -826,6 +846,11 @@ async function pump(res: ServerResponse, it: Iterator<Item>, delayMs: number, ho
       }
       first = false;
       if (!res.write(v)) await drained(res);
+    } else if (writes !== 'batch') {
+      // node:http corks the socket until the next tick; uncorked, each write is its own send.
+      const ok = res.write(v);
+      if (writes === 'sends') res.socket?.uncork();
+      if (!ok) await drained(res);
     } else {
       batch = batch === '' ? v : batch + v;
       if (batch.length >= BATCH) {
@@ -974,7 +999,7 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       includeUsage: fmt === CHAT && so !== null && typeof so === 'object' && so.include_usage === true,
     };
     res.writeHead(200, sseHeaders(flavor, rid));
-    void pump(res, STREAMS[fmt](ctx), sw.chunkDelayMs, sw.hold === null ? noHold : holdWaitFor(sw.hold));
+    void pump(res, STREAMS[fmt](ctx), sw.chunkDelayMs, sw.hold === null ? noHold : holdWaitFor(sw.hold), sw.separateWrites ? 'sends' : sw.writePerEvent ? 'chunks' : 'batch');
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse, url: string, text: string): void => {

@@ -159,6 +159,21 @@ export class Metrics {
     for (let i = 0; i < SURFACES.length * ENDPOINT_LABELS.length; i++) this.requestSlots.push(new Map());
   }
 
+  /**
+   * `tollgate_upstream_queued_requests{provider}`: calls waiting for a connection because their
+   * provider's pool is full (`limits.upstreamConnections` in use). Read from undici's pool
+   * statistics when scraped, so the request path does nothing for it.
+   */
+  watchUpstreamQueues(queued: () => Iterable<readonly [provider: string, queued: number]>): void {
+    new Gauge({
+      name: 'tollgate_upstream_queued_requests', help: 'Calls waiting for a free connection to their provider (its pool is full), by provider.',
+      labelNames: ['provider'], registers: [this.registry],
+      collect(this: Gauge<string>) {
+        for (const [provider, n] of queued()) this.set({ provider }, n);
+      },
+    });
+  }
+
   /** A request started (or moved from surface `none` to its route's surface). */
   enter(surface: number): void {
     this.inflight[surface]! += 1;

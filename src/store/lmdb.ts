@@ -64,6 +64,8 @@ export class Store implements GatewayStore {
   private ownerTimers: NodeJS.Timeout[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly fsync: FsyncMode;
+  /** Commits are synced inside their transaction (opened without noSync: see open()). */
+  private readonly syncedCommits: boolean;
   /** The current UTC day as 'YYYY-MM-DD' and the ms range it covers: formatted once a day, not per record. */
   private day = { from: 0, to: 0, text: '' };
 
@@ -89,6 +91,7 @@ export class Store implements GatewayStore {
     private readonly processes: Database<ProcessRow, string>,
   ) {
     this.fsync = options.fsync ?? 'commit';
+    this.syncedCommits = options.fsync === undefined;
     if (this.fsync === 'interval') {
       this.flushTimer = setInterval(() => this.syncToDisk(logSyncFailure), options.fsyncIntervalMs ?? 1000);
       this.flushTimer.unref();
@@ -106,7 +109,15 @@ export class Store implements GatewayStore {
     // overlappingSync in a process that does not ask for noSync (the CLI), and a server asking
     // for noSync while such a process has the environment open is refused (open.js: "Can not
     // set noSync on a database that was opened with overlappingSync").
-    const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync === 'interval', overlappingSync: false });
+    //
+    // A server (which always names its fsync mode) commits without a sync inside the transaction
+    // in both modes: with `commit`, one asynchronous flush per group commit follows (flush()),
+    // so the event loop never waits for the disk. Measured (bench/lmdb-commit.ts, two runs at
+    // load average 6): a synced transactionSync blocked the loop 1.2–1.9 ms per group commit and
+    // the flush after it was a second sync (1.9–3.0 ms until flushed); unsynced, then flushed:
+    // 65–88 µs blocked, 0.9–1.3 ms until flushed. Other processes (the CLI, the demo) keep the synced commit: on disk when the
+    // command returns.
+    const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync !== undefined, overlappingSync: false });
     return new Store(
       options,
       root,
@@ -378,7 +389,8 @@ export class Store implements GatewayStore {
     }
     for (let i = 0; i < holds.length; i++) tell(holds[i]![3], failure === null ? held[i]! : 'store_unavailable', 0);
     if (records.length === 0) return;
-    if (failure === null && this.fsync === 'commit') {
+    if (failure === null && this.fsync === 'commit' && !this.syncedCommits) {
+      // One asynchronous flush (lmdb-js's worker thread) for the whole group, then the answers.
       this.syncToDisk((err) => {
         for (const r of records) tellCommitted(r[3], err ?? null);
       });
