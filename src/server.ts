@@ -141,9 +141,9 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       // Streams must report usage; a body that does not ask for it is the one thing changed.
       const usageBody = format.streamUsageRequest?.(facts);
       const exchange = new Exchange(res, requestId, {
-        store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs, clientStallMs,
+        store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
         startedAt, levers: call.levers, request: facts,
-      });
+      }, clientStallMs);
       const upstreamBody = usageBody ?? facts.raw;
       const headers = upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults);
       headers['content-length'] = String(upstreamBody.length);
@@ -223,7 +223,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       path: upstream.provider.basePath + route.upstreamPath + query,
       method: 'GET',
       headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
-    }, new Exchange(res, requestId, null));
+    }, new Exchange(res, requestId, null, clientStallMs));
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {

@@ -33,11 +33,6 @@ export interface Metering {
   stripUsageChunk: boolean;
   /** How long to keep reading a provider's answer after the client left (then abort and estimate). */
   clientGoneGraceMs: number;
-  /**
-   * How long a client may accept no bytes (its connection not draining) before it is treated
-   * as gone; undefined: DEFAULT_CLIENT_STALL_MS. See Exchange.blocked.
-   */
-  clientStallMs?: number;
   /** When the call was admitted and its hold placed (the record's time). */
   startedAt: number;
   /** The price levers the request pulls (tool calls it implies are part of its usage). */
@@ -77,9 +72,6 @@ function onResponseDrain(this: TrackedResponse): void {
 function onStall(exchange: Exchange): void {
   exchange.stalled();
 }
-
-/** limits.clientStallMs's default (config/load.ts DEFAULT_LIMITS holds the same value). */
-export const DEFAULT_CLIENT_STALL_MS = 30_000;
 
 /**
  * One forwarded call, as an undici dispatch handler: the provider's bytes are passed to the
@@ -133,6 +125,11 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     private readonly requestId: string,
     /** null for calls that are neither billed nor listed (GET /models). */
     private readonly metering: Metering | null,
+    /**
+     * How long the client may accept no bytes (its connection not draining) before it is
+     * treated as gone (limits.clientStallMs). See Exchange.blocked.
+     */
+    private readonly clientStallMs: number,
   ) {
     (res as TrackedResponse)[kExchange] = this;
     res.on('close', onResponseClose);
@@ -301,7 +298,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   private block(): void {
     this.blocked = true;
     if (this.stallTimer !== null) return;
-    this.stallTimer = setTimeout(onStall, this.metering?.clientStallMs ?? DEFAULT_CLIENT_STALL_MS, this);
+    this.stallTimer = setTimeout(onStall, this.clientStallMs, this);
     this.stallTimer.unref();
   }
 

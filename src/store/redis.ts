@@ -103,11 +103,8 @@ export class RedisStore implements GatewayStore {
     private readonly single: boolean,
   ) {
     this.s = client as unknown as Scripts;
-    const extra = single ? 1 : 0;
-    this.hot = {
-      admit: hotScript('tgAdmit', ADMIT, 3 + 2 * extra), hold: hotScript('tgHold', HOLD, 2 + 2 * extra),
-      release: hotScript('tgRelease', RELEASE, 1 + extra), settle: hotScript('tgSettle', SETTLE, 5 + extra),
-    };
+    const scripts = scriptsFor(single);
+    this.hot = { admit: scripts.tgAdmit, hold: scripts.tgHold, release: scripts.tgRelease, settle: scripts.tgSettle };
     const ping = setInterval(() => {
       client.ping().then(() => (this.healthy = true), () => (this.healthy = false));
     }, 1_000);
@@ -170,12 +167,7 @@ export class RedisStore implements GatewayStore {
     // A fixed number of keys per script (ioredis then routes and groups a script by its first
     // key; with a variable count it would take the count for a key). One server: the keys of
     // no slot are in KEYS too; a Cluster: sent beside.
-    const extra = single ? 1 : 0;
-    const scripts: Array<[string, string, number]> = [
-      ['tgAdmit', ADMIT, 3 + 2 * extra], ['tgHold', HOLD, 2 + 2 * extra], ['tgRelease', RELEASE, 1 + extra], ['tgSettle', SETTLE, 5 + extra], ['tgOrphan', ORPHAN, 5 + extra],
-      ['tgCreate', CREATE, 3], ['tgUpdate', UPDATE, 2], ['tgTopup', TOPUP, 2], ['tgSwitch', SWITCH, 2], ['tgForget', FORGET, 2],
-    ];
-    for (const [name, lua, numberOfKeys] of scripts) client.defineCommand(name, { lua, numberOfKeys });
+    for (const { name, lua, keys } of Object.values(scriptsFor(single))) client.defineCommand(name, { lua, numberOfKeys: keys });
     return new RedisStore(client, single);
   }
 
@@ -827,6 +819,19 @@ interface HotScript { name: keyof Scripts; lua: string; sha: string; keys: numbe
 
 function hotScript(name: keyof Scripts, lua: string, keys: number): HotScript {
   return { name, lua, sha: createHash('sha1').update(lua).digest('hex'), keys };
+}
+
+/**
+ * Every script with its number of keys: on a single server the scripts of the request path
+ * also name the keys of no slot (owner index, model switches), which a Cluster sends beside them.
+ */
+function scriptsFor(single: boolean): Record<keyof Scripts, HotScript> {
+  const extra = single ? 1 : 0;
+  const table: Array<[keyof Scripts, string, number]> = [
+    ['tgAdmit', ADMIT, 3 + 2 * extra], ['tgHold', HOLD, 2 + 2 * extra], ['tgRelease', RELEASE, 1 + extra], ['tgSettle', SETTLE, 5 + extra], ['tgOrphan', ORPHAN, 5 + extra],
+    ['tgCreate', CREATE, 3], ['tgUpdate', UPDATE, 2], ['tgTopup', TOPUP, 2], ['tgSwitch', SWITCH, 2], ['tgForget', FORGET, 2],
+  ];
+  return Object.fromEntries(table.map(([name, lua, keys]) => [name, hotScript(name, lua, keys)])) as Record<keyof Scripts, HotScript>;
 }
 
 /** Replies as strings (ioredis's default for its commands). */
