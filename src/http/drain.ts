@@ -13,22 +13,42 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  */
 export class Drain {
   private active = false;
-  private readonly inFlight = new Set<ServerResponse>();
+  /**
+   * The responses in flight, each in a slot of its own (its index kept on the response), with
+   * the slots freed by finished responses reused. Not a Set: a Set that every call enters and
+   * leaves is rebuilt every few dozen calls, and a rebuilt table left behind in the old
+   * generation keeps the responses it listed alive through young collections until the next
+   * full one. Measured at c=32 (`npm run bench` load, `--trace-gc-nvp`): with a Set, 98 % of
+   * what survived a young collection was promoted (about 3 MB each time, 7.4 KB per call, a
+   * full collection every 0.7 s, GC 13–15 µs per call); with slots, 2–2.5 µs per call.
+   */
+  private readonly slots: (ServerResponse | null)[] = [];
+  private readonly freeSlots: number[] = [];
+  private inFlight = 0;
   /** One listener shared by every response (no closure per request). */
   private readonly untrack: (this: ServerResponse) => void;
   private onIdle: (() => void) | null = null;
 
   constructor() {
     const drain = this;
-    this.untrack = function untrack(this: ServerResponse): void {
-      drain.inFlight.delete(this);
-      if (drain.active && drain.inFlight.size === 0) drain.idle();
+    this.untrack = function untrack(this: Tracked): void {
+      const slot = this[SLOT];
+      // Called once per response: a pipelined one can end both by its own close and its socket's.
+      if (slot === undefined) return;
+      this[SLOT] = undefined;
+      drain.slots[slot] = null;
+      drain.freeSlots.push(slot);
+      drain.inFlight--;
+      if (drain.active && drain.inFlight === 0) drain.idle();
     };
   }
 
   /** Counts a call from its request until its response closes. */
   track(req: IncomingMessage, res: ServerResponse): void {
-    this.inFlight.add(res);
+    const slot = this.freeSlots.pop() ?? this.slots.length;
+    this.slots[slot] = res;
+    (res as Tracked)[SLOT] = slot;
+    this.inFlight++;
     res.on('close', this.untrack);
     // A pipelined request's response waits for the one before it and has no socket yet; should
     // the connection close first, that response never closes (measured: Node 20 emits no
@@ -48,8 +68,8 @@ export class Drain {
     if (this.active) return;
     this.active = true;
     this.onIdle = onIdle;
-    for (const res of this.inFlight) closeAfter(res);
-    if (this.inFlight.size === 0) this.idle();
+    for (const res of this.slots) if (res !== null) closeAfter(res);
+    if (this.inFlight === 0) this.idle();
   }
 
   private idle(): void {
@@ -58,6 +78,11 @@ export class Drain {
     onIdle?.();
   }
 }
+
+const SLOT = Symbol('drain slot');
+
+/** A response in flight, with the index of its slot. */
+type Tracked = ServerResponse & { [SLOT]?: number | undefined };
 
 /** The connection of `res` closes once `res` is complete. */
 function closeAfter(res: ServerResponse): void {
