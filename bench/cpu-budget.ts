@@ -1,0 +1,65 @@
+/**
+ * Where the two cores go at c=32, per non-streamed request: the load generator (this process),
+ * the mock provider and the bare proxy, then each given build of tollgate with its garbage
+ * collection as `--trace-gc` reports it (requests per young collection, full collections, GC
+ * milliseconds per request). Builds are run in alternation, `BENCH_ROUNDS` times each.
+ *
+ *   node --import tsx bench/cpu-budget.ts [BUILD_DIR ...]      (default: this checkout)
+ *
+ * A BUILD_DIR is a checkout (or any directory) with `dist/cli/main.js`. On a machine that runs
+ * all of these on two cores, the throughput ratio of a proxy to the bare proxy is bounded by the
+ * sum of these CPU figures: see README, Benchmarks (the Redis row).
+ *
+ * Environment: BENCH_DURATION (s per measured run, default 5), BENCH_ROUNDS (default 2).
+ */
+import { readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { CHAT_PATH, cpuMs, guardChildren, load, machine, PLAIN_BODY, ROOT, runMain, startBareProxy, startMock, startTollgate } from './lib.js';
+
+const duration = Number(process.env.BENCH_DURATION || 5);
+const rounds = Number(process.env.BENCH_ROUNDS || 2);
+const builds = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
+const C = 32;
+
+/** GC figures from a `--trace-gc` log's lines written during the measured run. */
+function gcFigures(lines: string[], requests: number): string {
+  const scavenges = lines.filter((l) => l.includes('Scavenge')).length;
+  const fulls = lines.filter((l) => l.includes('Mark-Compact')).length;
+  let ms = 0;
+  for (const l of lines) ms += Number(/MB, ([\d.]+) \/ [\d.]+ ms/.exec(l)?.[1] ?? 0);
+  return `${(requests / Math.max(1, scavenges)).toFixed(0)} req/young GC, ${fulls} full GCs, GC ${((ms * 1000) / requests).toFixed(1)} µs/req`;
+}
+
+async function main(): Promise<void> {
+  guardChildren((rounds * (builds.length + 1) * (duration + 20) + 120) * 1000);
+  process.stderr.write(`cpu-budget: ${machine()}, c=${C}, ${rounds} × ${duration} s per target\n`);
+  const mock = await startMock();
+  const bare = await startBareProxy(mock.url);
+  await load(bare.url, CHAT_PATH, null, PLAIN_BODY, C, 2);
+  for (let round = 1; round <= rounds; round++) {
+    const self0 = process.cpuUsage();
+    const mock0 = cpuMs(mock.pid);
+    const bare0 = cpuMs(bare.pid);
+    const r = await load(bare.url, CHAT_PATH, null, PLAIN_BODY, C, duration);
+    const self = process.cpuUsage(self0);
+    const per = (ms: number): string => ((ms * 1000) / r.ok).toFixed(1);
+    process.stdout.write(`round ${round}  bare proxy  ${Math.round(r.rps)} req/s   µs/req: load generator ${per((self.user + self.system) / 1000)}, mock ${per(cpuMs(mock.pid) - mock0)}, bare proxy ${per(cpuMs(bare.pid) - bare0)}\n`);
+    for (const build of builds) {
+      const tg = await startTollgate('tollgate', mock.url, 1, { cli: join(build, 'dist', 'cli', 'main.js'), nodeFlags: ['--trace-gc'] });
+      // --trace-gc writes to stdout, which the harness sends to a file: read it from there.
+      const out = readlinkSync(`/proc/${tg.pid}/fd/1`);
+      await load(tg.url, CHAT_PATH, tg.key, PLAIN_BODY, C, 2);
+      const before = readFileSync(out, 'utf8').length;
+      const tg0 = cpuMs(tg.pid);
+      const t = await load(tg.url, CHAT_PATH, tg.key, PLAIN_BODY, C, duration);
+      const cpu = cpuMs(tg.pid) - tg0;
+      const lines = readFileSync(out, 'utf8').slice(before).split('\n');
+      process.stdout.write(`round ${round}  tollgate ${build}  ${Math.round(t.rps)} req/s   ${((cpu * 1000) / t.ok).toFixed(1)} µs/req; ${gcFigures(lines, t.ok)}\n`);
+      const exited = new Promise<void>((resolve) => tg.proc.once('exit', () => resolve()));
+      tg.proc.kill('SIGTERM');
+      await exited;
+    }
+  }
+}
+
+await runMain('cpu-budget', main);
