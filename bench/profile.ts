@@ -3,7 +3,11 @@
  * it with autocannon, stops it with SIGTERM (the profile is written on exit) and prints the
  * analysis of bench/top-functions.ts.
  *
- *   node --import tsx bench/profile.ts [--stream] [--redis]
+ *   node --import tsx bench/profile.ts [--stream] [--redis] [--scale]
+ *
+ * `--scale`: the streams-at-scale burst of `npm run bench` instead (bench/streams.ts: 1,000
+ * streams at once on a fresh mock and tollgate, 44 events each 100 ms apart; BENCH_SCALE_STREAMS,
+ * BENCH_SCALE_EVENTS, BENCH_SCALE_GAP_MS), after its warm-up; its CPU per event is printed.
  *
  * `--redis`: tollgate on a redis-server started here (bench/redis-server.ts); its CPU per call
  * over the measured load is printed beside tollgate's.
@@ -18,10 +22,12 @@ import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHAT_PATH, cpuMs, guardChildren, load, machine, PLAIN_BODY, runMain, startMock, startTollgate, STREAM_BODY } from './lib.js';
 import { startRedisForBench } from './redis-server.js';
+import { runScale, scaleBody, startScaleTarget, warmScale, type ScaleSettings } from './streams.js';
 import { printReport } from './top-functions.js';
 
 const stream = process.argv.includes('--stream');
 const onRedis = process.argv.includes('--redis');
+const atScale = process.argv.includes('--scale');
 const duration = Number(process.env.BENCH_DURATION || 10);
 const connections = Number(process.env.BENCH_CONNECTIONS || 32);
 const dir = process.env.BENCH_PROF_DIR || '/tmp/prof';
@@ -30,15 +36,42 @@ const top = Number(process.env.BENCH_TOP || 25);
 /** Functions whose callers to list (comma list), e.g. BENCH_CALLERS=writev,writeLatin1String */
 const callersOf = (process.env.BENCH_CALLERS || 'writev,writeLatin1String').split(',').filter(Boolean);
 
+const profileFlags = ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${interval}`];
+
+/** The newest .cpuprofile in `dir` not among `before`, analysed between fromUs and toUs. */
+function report(before: Set<string>, fromUs: number, toUs: number): void {
+  const fresh = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile') && !before.has(f));
+  if (fresh.length === 0) throw new Error(`no new .cpuprofile in ${dir}`);
+  const file = join(dir, fresh.sort((a, b) => statSync(join(dir, b)).mtimeMs - statSync(join(dir, a)).mtimeMs)[0]!);
+  process.stdout.write(`profile file: ${file}\n${printReport(JSON.parse(readFileSync(file, 'utf8')), top, callersOf, fromUs, toUs)}\n`);
+}
+
+/** The streams-at-scale burst, profiled. */
+async function scale(before: Set<string>): Promise<void> {
+  const envInt = (name: string, fallback: number): number => Math.floor(Number(process.env[name] || fallback));
+  const streams = envInt('BENCH_SCALE_STREAMS', 1000);
+  const settings: ScaleSettings = { streams, events: envInt('BENCH_SCALE_EVENTS', 40), gapMs: envInt('BENCH_SCALE_GAP_MS', 100), pool: streams + 64, warmupStreams: 200 };
+  const target = await startScaleTarget('tollgate', settings.pool, profileFlags);
+  process.stderr.write(`profile: warming up, then ${streams} streams at once, ${settings.events + 4} events each ${settings.gapMs} ms apart\n`);
+  await warmScale(target.url, target.key, target.pid, settings);
+  const fromUs = Number(process.hrtime.bigint() / 1000n);
+  const r = await runScale(target.url, target.key, target.pid, scaleBody(settings), streams, settings.events);
+  const toUs = Number(process.hrtime.bigint() / 1000n);
+  process.stderr.write(`profile: ${r.ok} streams ended whole, ${r.failed} failed; CPU per event (profiler included) ${((r.cpuMs * 1000) / r.events).toFixed(2)} µs\n`);
+  await target.stop();
+  report(before, fromUs, toUs);
+}
+
 async function main(): Promise<void> {
   guardChildren((duration + 120) * 1000);
   mkdirSync(dir, { recursive: true });
   const before = new Set(readdirSync(dir));
   process.stderr.write(`profile: ${machine()}\n`);
+  if (atScale) return scale(before);
   const mock = await startMock();
   const redis = onRedis ? await startRedisForBench() : null;
   const tollgate = await startTollgate('tollgate', mock.url, 1, {
-    nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${interval}`],
+    nodeFlags: profileFlags,
     ...(redis ? { env: { TOLLGATE_REDIS_URL: redis.url } } : {}),
   });
   const body = stream ? STREAM_BODY : PLAIN_BODY;
@@ -56,10 +89,7 @@ async function main(): Promise<void> {
   const exited = new Promise<void>((resolve) => tollgate.proc.once('exit', () => resolve()));
   tollgate.proc.kill('SIGTERM');
   await exited;
-  const fresh = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile') && !before.has(f));
-  if (fresh.length === 0) throw new Error(`no new .cpuprofile in ${dir}`);
-  const file = join(dir, fresh.sort((a, b) => statSync(join(dir, b)).mtimeMs - statSync(join(dir, a)).mtimeMs)[0]!);
-  process.stdout.write(`profile file: ${file}\n${printReport(JSON.parse(readFileSync(file, 'utf8')), top, callersOf, fromUs, toUs)}\n`);
+  report(before, fromUs, toUs);
 }
 
 await runMain('profile', main);
