@@ -12,7 +12,7 @@
  *
  * Environment: BENCH_DURATION (s per measured run, default 5), BENCH_ROUNDS (default 2).
  */
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHAT_PATH, cpuMs, guardChildren, load, machine, PLAIN_BODY, ROOT, runMain, startBareProxy, startMock, startTollgate } from './lib.js';
 
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
     for (const build of builds) {
       const tg = await startTollgate('tollgate', mock.url, 1, { cli: join(build, 'dist', 'cli', 'main.js'), nodeFlags: ['--trace-gc'] });
       // --trace-gc writes to stdout, which the harness sends to a file: read it from there.
-      const out = readlinkSync(`/proc/${tg.pid}/fd/1`);
+      const out = tg.stdoutPath;
       await load(tg.url, CHAT_PATH, tg.key, PLAIN_BODY, C, 2);
       const before = readFileSync(out, 'utf8').length;
       const tg0 = cpuMs(tg.pid);

@@ -88,6 +88,8 @@ export interface Server {
   url: string;
   proc: ChildProcess;
   pid: number;
+  /** The file its stdout goes to (see spawnServer). */
+  stdoutPath: string;
   /** The last 64 KiB the process wrote to stderr. */
   log(): string;
 }
@@ -147,10 +149,19 @@ export function spawnServer(name: string, args: string[], env: NodeJS.ProcessEnv
       done();
       proc.removeAllListeners('exit');
       proc.once('exit', () => children.delete(proc));
-      resolve({ name, url: m[1]!, proc, pid: proc.pid!, log: () => err });
+      resolve({ name, url: m[1]!, proc, pid: proc.pid!, stdoutPath: outPath, log: () => err });
     }
     check();
   });
+}
+
+/** A number from the environment, at least `min`; `fallback` when unset or empty. */
+export function envNumber(name: string, fallback: number, min: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === '') return fallback;
+  const n = Number(text);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number ≥ ${min} (got '${text}')`);
+  return n;
 }
 
 /** Runs `node ARGS` (or `EXECUTABLE ARGS`) to completion; resolves to its stdout, rejects on a non-zero exit. */

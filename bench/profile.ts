@@ -6,8 +6,8 @@
  *   node --import tsx bench/profile.ts [--stream] [--redis] [--scale]
  *
  * `--scale`: the streams-at-scale burst of `npm run bench` instead (bench/streams.ts: 1,000
- * streams at once on a fresh mock and tollgate, 44 events each 100 ms apart; BENCH_SCALE_STREAMS,
- * BENCH_SCALE_EVENTS, BENCH_SCALE_GAP_MS), after its warm-up; its CPU per event is printed.
+ * streams at once on a fresh mock and tollgate, 44 events each 100 ms apart; the BENCH_SCALE_*
+ * settings of bench/run.ts), after its warm-up; its CPU per event is printed.
  *
  * `--redis`: tollgate on a redis-server started here (bench/redis-server.ts); its CPU per call
  * over the measured load is printed beside tollgate's.
@@ -22,7 +22,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHAT_PATH, cpuMs, guardChildren, load, machine, PLAIN_BODY, runMain, startMock, startTollgate, STREAM_BODY } from './lib.js';
 import { startRedisForBench } from './redis-server.js';
-import { runScale, scaleBody, startScaleTarget, warmScale, type ScaleSettings } from './streams.js';
+import { runScale, scaleBody, scaleSettings, startScaleTarget, warmScale } from './streams.js';
 import { printReport } from './top-functions.js';
 
 const stream = process.argv.includes('--stream');
@@ -48,14 +48,12 @@ function report(before: Set<string>, fromUs: number, toUs: number): void {
 
 /** The streams-at-scale burst, profiled. */
 async function scale(before: Set<string>): Promise<void> {
-  const envInt = (name: string, fallback: number): number => Math.floor(Number(process.env[name] || fallback));
-  const streams = envInt('BENCH_SCALE_STREAMS', 1000);
-  const settings: ScaleSettings = { streams, events: envInt('BENCH_SCALE_EVENTS', 40), gapMs: envInt('BENCH_SCALE_GAP_MS', 100), pool: streams + 64, warmupStreams: 200 };
+  const settings = scaleSettings(false);
   const target = await startScaleTarget('tollgate', settings.pool, profileFlags);
-  process.stderr.write(`profile: warming up, then ${streams} streams at once, ${settings.events + 4} events each ${settings.gapMs} ms apart\n`);
+  process.stderr.write(`profile: warming up, then ${settings.streams} streams at once, ${settings.events + 4} events each ${settings.gapMs} ms apart\n`);
   await warmScale(target.url, target.key, target.pid, settings);
   const fromUs = Number(process.hrtime.bigint() / 1000n);
-  const r = await runScale(target.url, target.key, target.pid, scaleBody(settings), streams, settings.events);
+  const r = await runScale(target.url, target.key, target.pid, scaleBody(settings), settings.streams, settings.events);
   const toUs = Number(process.hrtime.bigint() / 1000n);
   process.stderr.write(`profile: ${r.ok} streams ended whole, ${r.failed} failed; CPU per event (profiler included) ${((r.cpuMs * 1000) / r.events).toFixed(2)} µs\n`);
   await target.stop();

@@ -23,24 +23,16 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  BURST_BODY, CHAT_PATH, cpuMs, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, ROOT, startBareProxy,
+  BURST_BODY, CHAT_PATH, cpuMs, envNumber, guardChildren, load, machine, median, PLAIN_BODY, postJson, procStatus, quantile, ROOT, startBareProxy,
   runMain, runNode, startMock, startTollgate, STREAM_BODY, StreamClient, type LoadResult,
 } from './lib.js';
 import { redisRow } from './redis-row.js';
-import { runScale, scaleBody, startScaleTarget, warmScale, type ScaleResult, type ScaleSettings, type ScaleTargetId } from './streams.js';
+import { runScale, scaleBody, scaleSettings, startScaleTarget, warmScale, type ScaleResult, type ScaleTargetId } from './streams.js';
 
 // ── settings ────────────────────────────────────────────────────────────────
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const BINARY = process.argv.includes('--binary') || process.env.BENCH_BINARY === '1' ? join(ROOT, 'dist', 'tollgate') : null;
-
-function envNumber(name: string, fallback: number, min: number): number {
-  const text = process.env[name];
-  if (text === undefined || text === '') return fallback;
-  const n = Number(text);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number ≥ ${min} (got '${text}')`);
-  return n;
-}
 
 const settings = {
   duration: envNumber('BENCH_DURATION', quick ? 1 : 5, 1),
@@ -59,16 +51,7 @@ const scenarioText = process.argv.includes('--streams') ? 'streams' : process.ar
 const scenarios = new Set(scenarioText.split(',').map((x) => x.trim()));
 for (const x of scenarios) if (x !== 'plain' && x !== 'streams') throw new Error(`BENCH_SCENARIOS: unknown scenario '${x}' (plain, streams)`);
 
-const scaleStreams = Math.floor(envNumber('BENCH_SCALE_STREAMS', quick ? 200 : 1000, 1));
-const scale: ScaleSettings = {
-  streams: scaleStreams,
-  events: Math.floor(envNumber('BENCH_SCALE_EVENTS', quick ? 10 : 40, 1)),
-  gapMs: envNumber('BENCH_SCALE_GAP_MS', quick ? 20 : 100, 1),
-  // Enough connections for every stream by default: the pool limit itself is measured by
-  // setting this lower (bench/README.md, provider connections).
-  pool: Math.floor(envNumber('BENCH_SCALE_POOL', scaleStreams + 64, 1)),
-  warmupStreams: quick ? 40 : 200,
-};
+const scale = scaleSettings(quick);
 /** BENCH_SCALE_BASELINE=path/to/dist/cli/main.js: another build of tollgate as a fourth target of the streams scenario. */
 const SCALE_BASELINE = process.env.BENCH_SCALE_BASELINE || undefined;
 const SCALE_TARGETS: Array<[ScaleTargetId, string]> = [['direct', 'mock direct'], ['bare', 'bare proxy'], ['tollgate', 'tollgate'],

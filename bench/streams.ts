@@ -8,7 +8,7 @@
  * grown heap and would show almost nothing the second time (bench/README.md, memory soak).
  */
 import { Pool } from 'undici';
-import { CHAT_PATH, cpuMs, MODEL, procStatus, startBareProxy, startMock, startTollgate, type Server } from './lib.js';
+import { CHAT_PATH, cpuMs, envNumber, MODEL, procStatus, startBareProxy, startMock, startTollgate, type Server } from './lib.js';
 
 export interface ScaleSettings {
   /** Streams opened at once. */
@@ -21,6 +21,20 @@ export interface ScaleSettings {
   pool: number;
   /** Streams (20 at a time, short) each fresh target serves before it is measured. */
   warmupStreams: number;
+}
+
+/** The streams-at-scale settings from the environment (BENCH_SCALE_*); `quick`: the smoke run's. */
+export function scaleSettings(quick: boolean): ScaleSettings {
+  const streams = Math.floor(envNumber('BENCH_SCALE_STREAMS', quick ? 200 : 1000, 1));
+  return {
+    streams,
+    events: Math.floor(envNumber('BENCH_SCALE_EVENTS', quick ? 10 : 40, 1)),
+    gapMs: envNumber('BENCH_SCALE_GAP_MS', quick ? 20 : 100, 1),
+    // Enough connections for every stream by default: the pool limit itself is measured by
+    // setting this lower (bench/README.md, provider connections).
+    pool: Math.floor(envNumber('BENCH_SCALE_POOL', streams + 64, 1)),
+    warmupStreams: quick ? 40 : 200,
+  };
 }
 
 export function scaleBody(s: Pick<ScaleSettings, 'events' | 'gapMs'>): string {

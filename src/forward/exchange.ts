@@ -287,10 +287,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
 
   resume(): void {
     this.blocked = false;
-    if (this.stallTimer !== null) {
-      clearTimeout(this.stallTimer);
-      this.stallTimer = null;
-    }
+    this.clearStall();
     this.resumeUpstream?.();
   }
 
@@ -300,6 +297,13 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     if (this.stallTimer !== null) return;
     this.stallTimer = setTimeout(onStall, this.clientStallMs, this);
     this.stallTimer.unref();
+  }
+
+  private clearStall(): void {
+    if (this.stallTimer !== null) {
+      clearTimeout(this.stallTimer);
+      this.stallTimer = null;
+    }
   }
 
   /**
@@ -317,10 +321,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
 
   /** The client's connection closed. Before completion, that means the client left. */
   clientClosed(): void {
-    if (this.stallTimer !== null) {
-      clearTimeout(this.stallTimer);
-      this.stallTimer = null;
-    }
+    this.clearStall();
     if (this.res.writableFinished || this.settled) return;
     this.clientGone = true;
     this.held = null;

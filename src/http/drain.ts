@@ -24,7 +24,6 @@ export class Drain {
    */
   private readonly slots: (ServerResponse | null)[] = [];
   private readonly freeSlots: number[] = [];
-  private inFlight = 0;
   /** One listener shared by every response (no closure per request). */
   private readonly untrack: (this: ServerResponse) => void;
   private onIdle: (() => void) | null = null;
@@ -38,8 +37,7 @@ export class Drain {
       this[SLOT] = undefined;
       drain.slots[slot] = null;
       drain.freeSlots.push(slot);
-      drain.inFlight--;
-      if (drain.active && drain.inFlight === 0) drain.idle();
+      if (drain.active && drain.inFlight() === 0) drain.idle();
     };
   }
 
@@ -48,7 +46,6 @@ export class Drain {
     const slot = this.freeSlots.pop() ?? this.slots.length;
     this.slots[slot] = res;
     (res as Tracked)[SLOT] = slot;
-    this.inFlight++;
     res.on('close', this.untrack);
     // A pipelined request's response waits for the one before it and has no socket yet; should
     // the connection close first, that response never closes (measured: Node 20 emits no
@@ -69,7 +66,12 @@ export class Drain {
     this.active = true;
     this.onIdle = onIdle;
     for (const res of this.slots) if (res !== null) closeAfter(res);
-    if (this.inFlight === 0) this.idle();
+    if (this.inFlight() === 0) this.idle();
+  }
+
+  /** Calls in flight: the slots taken. */
+  private inFlight(): number {
+    return this.slots.length - this.freeSlots.length;
   }
 
   private idle(): void {

@@ -82,7 +82,7 @@ export class UsageTap {
     if (carry.length > 0) {
       from = chunk[0] === LF && this.carryEndsLF() ? 1 : chunk.indexOf(LF2) + 2;
       const first = Buffer.concat([...carry, chunk.subarray(0, from)]);
-      if (this.format.mayCarryUsage(first)) this.parseMarked(first);
+      if (this.format.mayCarryUsage(first)) this.parser.feed(first.toString('utf8'));
     }
     this.carry = cut === chunk.length ? NONE : [Buffer.from(chunk.subarray(cut))];
     if (from < cut) {

@@ -115,8 +115,8 @@ export class Store implements GatewayStore {
     // so the event loop never waits for the disk. Measured (bench/lmdb-commit.ts, two runs at
     // load average 6): a synced transactionSync blocked the loop 1.2–1.9 ms per group commit and
     // the flush after it was a second sync (1.9–3.0 ms until flushed); unsynced, then flushed:
-    // 65–88 µs blocked, 0.9–1.3 ms until flushed. Other processes (the CLI, the demo) keep the synced commit: on disk when the
-    // command returns.
+    // 65–88 µs blocked, 0.9–1.3 ms until flushed. Other processes (the CLI, the demo) keep the
+    // synced commit: on disk when the command returns.
     const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync !== undefined, overlappingSync: false });
     return new Store(
       options,
