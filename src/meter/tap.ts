@@ -373,8 +373,8 @@ function firstMemberId(b: Buffer): string | null | undefined {
   if (i >= b.length) return undefined;
   if (b[i] !== 0x22) return null; // not a string
   const end = b.indexOf(0x22, i + 1);
-  if (end === -1) return undefined;
-  // An escape (\) would make it no response id: taken as it is, and refused by isResponseId.
+  if (end === -1) return undefined; // not in this chunk whole
+  if (b.subarray(i + 1, end).includes(0x5c)) return undefined; // written with an escape: the scan decodes it
   const id = b.toString('latin1', i + 1, end);
   return isResponseId(id) ? id : null;
 }
