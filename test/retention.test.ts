@@ -9,24 +9,32 @@ import { join } from 'node:path';
 import t from 'tap';
 import { Store } from '../src/store/lmdb.js';
 import { RetentionSweeper } from '../src/store/retention.js';
-import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/store/types.js';
+import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/store/types.js';
 
 const DAY = 86_400_000;
+
+interface Teardown { teardown(fn: () => unknown): void }
 
 function record(at: number, i: number): UsageRecord {
   return { at, callId: `req_${at}_${i}`, requestId: `req_${at}_${i}`, endpoint: 'chat', model: 'm', stream: false, status: 200, inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 10, tokensCharged: 2, error: null, estimated: false, clientGone: false, ...PLAIN_USAGE_DETAIL };
 }
 
-t.test('old records go in batches, recent ones and daily totals stay', async (t) => {
+/** A store of its own, removed with the test, holding three credit keys made `createdAt`. */
+async function storeWithKeys(t: Teardown, createdAt: number): Promise<{ store: Store; keys: KeyRecord[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-retention-'));
   const store = Store.open(dir);
   t.teardown(async () => {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const now = Date.UTC(2027, 5, 15, 12);
   const keys = [];
-  for (let k = 0; k < 3; k++) keys.push(await store.createKey({ hash: `h${k}`, prefix: `gw_live_000${k}`, name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1e9 }, now - 500 * DAY));
+  for (let k = 0; k < 3; k++) keys.push(await store.createKey({ hash: `h${k}`, prefix: `gw_live_000${k}`, name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1e9 }, createdAt));
+  return { store, keys };
+}
+
+t.test('old records go in batches, recent ones and daily totals stay', async (t) => {
+  const now = Date.UTC(2027, 5, 15, 12);
+  const { store, keys } = await storeWithKeys(t, now - 500 * DAY);
   // Per key: 700 records 401–450 days old (past retention) and 30 records 0–399 days old.
   // Written as records of their own (no call in flight to settle).
   const committed: Promise<void>[] = [];
@@ -75,18 +83,11 @@ t.test('storage.retentionDays is validated, default 400', async (t) => {
 });
 
 t.test('owner records older than responseRetentionDays go in batches; younger ones stay', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-retention-'));
-  const store = Store.open(dir);
-  t.teardown(async () => {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
   const now = Date.UTC(2027, 5, 15, 12);
-  const keys = [];
-  for (let k = 0; k < 3; k++) keys.push(await store.createKey({ hash: `h${k}`, prefix: `gw_live_000${k}`, name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1e9 }, now - 100 * DAY));
+  const { store, keys } = await storeWithKeys(t, now - 100 * DAY);
   // Per key: 250 responses 31–40 days old (past a 30-day retention) and 20 made 0–29 days ago.
   const committed: Promise<void>[] = [];
-  const made = (key: (typeof keys)[number], at: number, id: string): void => {
+  const made = (key: KeyRecord, at: number, id: string): void => {
     committed.push(new Promise((resolve) => store.record(key, record(at, 0), { nano: 0, tokens: 0 }, { committed: () => resolve() }, false, { id, provider: 'openai', credential: 'default' })));
   };
   for (const [k, key] of keys.entries()) {
