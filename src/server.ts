@@ -6,6 +6,7 @@ import type { Config, Model } from './config/types.js';
 import { FORMATS } from './formats/index.js';
 import { requestLevers, type RequestLevers } from './formats/levers.js';
 import { requestFacts, type RequestFacts } from './formats/model.js';
+import { continuedResponses, isResponseId } from './formats/responses.js';
 import type { FormatAdapter } from './formats/types.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange } from './forward/exchange.js';
@@ -110,6 +111,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       });
     }
     const hold = holdFor(call.format, model, key.mode, facts, facts.raw.length, facts.stream, Date.now());
+    // Decided by the hold, after step 10's switch and before the funds (previous_response_not_found).
+    hold.previousResponses = continuedBy(call);
     store.hold(key, requestId, hold, (refusal) => {
       if (refusal !== null) return sendError(res, refusal, requestId);
       // The client left while the hold was placed: nothing goes out, nothing is billed.
@@ -142,7 +145,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       const usageBody = format.streamUsageRequest?.(facts);
       const exchange = new Exchange(res, requestId, {
         store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
-        startedAt, levers: call.levers, request: facts,
+        startedAt, levers: call.levers, request: facts, credential: upstream.credentialName,
       }, clientStallMs);
       const upstreamBody = usageBody ?? facts.raw;
       const headers = upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults);
@@ -188,9 +191,10 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
         credit: holdFor(call.format, call.model, 'credit', facts, facts.raw.length, facts.stream, at),
         token: holdFor(call.format, call.model, 'token', facts, facts.raw.length, facts.stream, at),
       };
+      hold.credit.previousResponses = hold.token.previousResponses = continuedBy(call);
       store.admitHolding!(hash, route.surface!, requestId, hold, (key, refusal, retryAfter) => {
         if (key !== undefined) noteKey(res, key);
-        if (refusal === null || refusal === 'model_not_allowed' || refusal === 'model_not_available') noteModel(res, facts.model);
+        if (refusal === null || refusal === 'model_not_allowed' || refusal === 'model_not_available' || refusal === 'previous_response_not_found') noteModel(res, facts.model);
         if (refusal !== null) return refused(res, refusal, requestId, retryAfter);
         // The client left while waiting: nothing goes out, nothing is billed.
         if (res.destroyed) return store.release(key!, requestId);
@@ -214,14 +218,46 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
 
   /** GET /models: the catalogue of the provider `catalogProvider` names for the caller's format. */
   function models(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
-    // Neither billed nor listed, but a call in flight all the same: its slot is freed when it ends.
-    if (key.concurrency !== null) res.once('close', () => store.release(key, requestId));
+    unmeteredSlot(res, key, requestId);
     const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
     if (!upstream.usable) return serveEmptyCatalogue(res, requestId, upstream === catalog.anthropic);
+    passThrough(req, res, requestId, upstream, 'GET', route.upstreamPath + query);
+  }
+
+  /**
+   * GET|DELETE /responses/{id} and GET /responses/{id}/input_items, after steps 3–7: for the
+   * account that made the response (its owner record), forwarded unchanged to the provider and
+   * credential that made it, neither billed nor listed. Any other id (another account's, one no
+   * call through the gateway made, one that cannot be a response id: never looked up, never put
+   * into a provider's URL) is 404 `response_not_found`, and nothing is forwarded.
+   */
+  function storedResponse(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
+    unmeteredSlot(res, key, requestId);
+    const { at, tail } = route.id!;
+    const id = req.url!.slice(at, req.url!.length - query.length - tail.length);
+    if (!isResponseId(id)) return sendError(res, 'response_not_found', requestId);
+    store.responseOwner(key.account, id, (owner, failure) => {
+      if (failure) return sendError(res, 'store_unavailable', requestId);
+      if (owner === undefined) return sendError(res, 'response_not_found', requestId);
+      const upstream = upstreams.get(owner.provider);
+      // A provider (or credential) since removed from the config, or left without its secret, cannot be asked.
+      if (upstream === undefined || upstream.credentialName !== owner.credential || !upstream.usable) return sendError(res, 'response_not_found', requestId);
+      if (res.destroyed) return;
+      passThrough(req, res, requestId, upstream, route.method, route.upstreamPath + id + tail + query);
+    });
+  }
+
+  /** A call neither billed nor listed, in flight all the same: its concurrency slot is freed when it ends. */
+  function unmeteredSlot(res: ServerResponse, key: KeyRecord, requestId: string): void {
+    if (key.concurrency !== null) res.once('close', () => store.release(key, requestId));
+  }
+
+  /** Forwards a call neither billed nor listed to `upstream` (`path`: after its base path, query included). */
+  function passThrough(req: IncomingMessage, res: ServerResponse, requestId: string, upstream: Upstream, method: Route['method'], path: string): void {
     noteDispatch(res, upstream.provider.name);
     upstream.pool.dispatch({
-      path: upstream.provider.basePath + route.upstreamPath + query,
-      method: 'GET',
+      path: upstream.provider.basePath + path,
+      method,
       headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
     }, new Exchange(res, requestId, null, clientStallMs));
   }
@@ -289,6 +325,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   /** After admission: the catalogue, or an inference call (whose body is read now, unless `early` has it). */
   function proceed(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, early?: EarlyBody): void {
     if (route.kind === 'models') return models(req, res, route, key, requestId, query);
+    if (route.kind === 'stored-response') return storedResponse(req, res, route, key, requestId, query);
     inference(req, res, route, key, requestId, query, early).catch((err: unknown) => {
       // Thrown before the call was forwarded (reading the body, or checking the model).
       store.release(key, requestId);
@@ -391,6 +428,12 @@ interface ServableCall {
   upstream: Upstream;
   format: FormatAdapter;
   levers: RequestLevers;
+}
+
+/** The stored responses a call continues (Hold.previousResponses), in formats whose provider stores them. */
+function continuedBy(call: ServableCall): string[] | null {
+  const field = call.format.previousResponseField;
+  return field === undefined ? null : continuedResponses(call.facts, field);
 }
 
 /** A zero-cost usage record for a call that failed inside the gateway. */

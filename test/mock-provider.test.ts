@@ -462,3 +462,44 @@ t.test('usage shape switches: tiers, media tokens, 1-hour cache writes, web sear
   const broken = parseSse(await (await post('/v1/messages', { model: 'm', max_tokens: 5, stream: true, messages: [], mock: { malformedUsageEvent: true } })).text());
   t.throws(() => JSON.parse(broken.find((e) => e.event === 'message_delta')!.data), 'the usage event does not parse');
 });
+
+t.test('stored responses, as OpenAI keeps them', async (t) => {
+  const plain = await json(post('/v1/responses', { model: 'm', input: 'first' }));
+  const streamed = parseSse(await (await post('/v1/responses', { model: 'm', stream: true, input: [{ role: 'user', content: 'second' }, { role: 'user', content: 'third' }] })).text());
+  const streamedId = JSON.parse(streamed.find((e) => e.event === 'response.completed')!.data).response.id as string;
+  t.match(plain.id, /^resp_mock\d+$/);
+  t.match(streamedId, /^resp_mock\d+$/);
+
+  const got = await fetch(`${mock.url}/v1/responses/${plain.id}`);
+  t.equal(got.status, 200);
+  const body = await got.json();
+  t.same([body.id, body.object, body.status, body.output[0].content[0].text], [plain.id, 'response', 'completed', TEXT], 'GET: the response object');
+
+  const items = await json(fetch(`${mock.url}/v1/responses/${streamedId}/input_items`));
+  t.same([items.object, items.has_more], ['list', false]);
+  t.same(items.data.map((i: any) => i.content[0].text), ['third', 'second'], 'input items, newest first');
+  t.same([items.first_id, items.last_id], [items.data[0].id, items.data[1].id]);
+  const ascending = await json(fetch(`${mock.url}/v1/responses/${streamedId}/input_items?order=asc`));
+  t.same(ascending.data.map((i: any) => i.content[0].text), ['second', 'third'], 'order=asc');
+  t.same((await json(fetch(`${mock.url}/v1/responses/${plain.id}/input_items`))).data.map((i: any) => [i.type, i.role, i.content]), [['message', 'user', [{ type: 'input_text', text: 'first' }]]], 'a string input is one user message');
+
+  const continued = await post('/v1/responses', { model: 'm', input: 'more', previous_response_id: plain.id });
+  t.equal(continued.status, 200, 'a response it made can be continued');
+  await continued.text();
+  const unknown = await post('/v1/responses', { model: 'm', input: 'more', previous_response_id: 'resp_nope' });
+  t.equal(unknown.status, 400, 'one it never made cannot');
+  t.same(await unknown.json(), { error: { message: "Previous response with id 'resp_nope' not found.", type: 'invalid_request_error', param: 'previous_response_id', code: 'previous_response_not_found' } });
+
+  const deleted = await fetch(`${mock.url}/v1/responses/${plain.id}`, { method: 'DELETE' });
+  t.same([deleted.status, await deleted.json()], [200, { id: plain.id, object: 'response', deleted: true }]);
+  for (const [method, path] of [['GET', plain.id], ['DELETE', plain.id], ['GET', `${plain.id}/input_items`], ['GET', 'resp_nope']]) {
+    const r = await fetch(`${mock.url}/v1/responses/${path}`, { method });
+    t.equal(r.status, 404, `${method} ${path}: 404 once deleted or never made`);
+    t.same((await r.json()).error, { message: `Response with id '${path.split('/')[0]}' not found.`, type: 'invalid_request_error', param: null, code: null });
+  }
+  t.equal((await post('/v1/responses', { model: 'm', input: 'x', previous_response_id: plain.id })).status, 400, 'a deleted response cannot be continued');
+  for (const [method, path] of [['POST', `${streamedId}/cancel`], ['DELETE', `${streamedId}/input_items`], ['GET', `${streamedId}/other`]]) {
+    const r = await fetch(`${mock.url}/v1/responses/${path}`, { method });
+    t.equal((await r.json()).error.code, 'unknown_url', `${method} ${path}: not a route`);
+  }
+});

@@ -80,7 +80,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   if (cluster.isPrimary) {
     const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
     adminServer = await openAdmin(admin, config, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
-    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays });
+    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
     sweeper.start();
   }
 
@@ -169,7 +169,7 @@ function runPrimary(workers: number, config: Config, plan: StorePlan, admin: Adm
         openStore(plan, config.storage).then((s) => {
           store = s;
           if (stopping) return;
-          sweeper = new RetentionSweeper(s, { retentionDays: config.storage.retentionDays });
+          sweeper = new RetentionSweeper(s, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
           sweeper.start();
           const readiness: Readiness = {
             draining: () => stopping,

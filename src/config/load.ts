@@ -238,12 +238,18 @@ export function redisUrlProblem(v: unknown): string | null {
   return null;
 }
 
+/** storage.responseRetentionDays when the file sets none (OpenAI keeps a stored response 30 days). */
+export const DEFAULT_RESPONSE_RETENTION_DAYS = 30;
+
 function compileStorage(raw: Json): Config['storage'] {
-  const storage: Config['storage'] = { backend: 'lmdb', redisUrl: null, fsync: 'interval', fsyncIntervalMs: 100, retentionDays: 400 };
+  const storage: Config['storage'] = {
+    backend: 'lmdb', redisUrl: null, fsync: 'interval', fsyncIntervalMs: 100, retentionDays: 400, responseRetentionDays: DEFAULT_RESPONSE_RETENTION_DAYS,
+  };
   if (raw === undefined) return storage;
   const st = object(raw, 'storage');
-  onlyFields(st, 'storage', ['backend', 'redisUrl', 'fsync', 'fsyncIntervalMs', 'retentionDays']);
+  onlyFields(st, 'storage', ['backend', 'redisUrl', 'fsync', 'fsyncIntervalMs', 'retentionDays', 'responseRetentionDays']);
   if (st.retentionDays !== undefined) storage.retentionDays = integer(st.retentionDays, 'storage.retentionDays', 1, 36_500);
+  if (st.responseRetentionDays !== undefined) storage.responseRetentionDays = integer(st.responseRetentionDays, 'storage.responseRetentionDays', 1, 36_500);
   if (st.fsync !== undefined) {
     if (st.fsync !== 'interval' && st.fsync !== 'commit') throw new ConfigError('storage.fsync', 'must be "interval" or "commit"');
     storage.fsync = st.fsync;

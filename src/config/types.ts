@@ -77,6 +77,12 @@ export interface RawStorage {
   fsyncIntervalMs?: number;
   /** Usage records older than this many days are deleted (daily totals are kept). */
   retentionDays?: number;
+  /**
+   * How long the gateway remembers which account made a response (Responses' stored
+   * responses): after this many days, `previous_response_id` and GET /responses/{id} no longer
+   * reach it.
+   */
+  responseRetentionDays?: number;
 }
 
 /** The operators' listener (interface.md, "The admin listener"). */
@@ -171,7 +177,7 @@ export interface Config {
   catalogProvider: { openai: Provider; anthropic: Provider };
   models: ReadonlyMap<string, Model>;
   limits: Limits;
-  storage: { backend: 'lmdb' | 'redis'; redisUrl: string | null; fsync: 'interval' | 'commit'; fsyncIntervalMs: number; retentionDays: number };
+  storage: { backend: 'lmdb' | 'redis'; redisUrl: string | null; fsync: 'interval' | 'commit'; fsyncIntervalMs: number; retentionDays: number; responseRetentionDays: number };
   /** `portGiven`: the file set admin.port, which opens the listener even without a token. */
   admin: { host: string; port: number; tokenEnv: string; portGiven: boolean };
   log: { access: boolean };

@@ -37,6 +37,8 @@ export interface Metering {
   startedAt: number;
   /** The price levers the request pulls (tool calls it implies are part of its usage). */
   levers: RequestLevers;
+  /** The name of the provider credential the call goes out with (recorded with a response it makes). */
+  credential: string;
 }
 
 /** How a call ended, for its usage record. */
@@ -437,7 +439,9 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       ...usageDetail(u, o.estimateReason ?? null, charge),
     };
     noteRecord(this.res, record);
-    m.store.record(m.key, record, charge, this);
+    // A response the provider stores becomes the account's in the same commit as the charge.
+    const made = this.tap?.responseId ?? null;
+    m.store.record(m.key, record, charge, this, true, made === null ? null : { id: made, provider: m.model.provider.name, credential: m.credential });
   }
 }
 

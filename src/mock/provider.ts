@@ -6,6 +6,9 @@
  *   POST /v1/responses         (OpenAI Responses)
  *   POST /v1/messages          (Anthropic Messages)
  *   GET  /v1/models            (OpenAI- or Anthropic-shaped list)
+ *   GET|DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items
+ *                              (the responses it made, as OpenAI stores them; a
+ *                              `previous_response_id` it never made is refused as OpenAI does)
  *
  * Behaviour is steered per request by an optional top-level body field
  * `"mock"` (see MockSwitches below). Built for tests, the offline demo and
@@ -582,6 +585,16 @@ function statusErrorBody(flavor: Flavor, status: number): string {
   return b;
 }
 
+/** OpenAI's answer to a `previous_response_id` it does not have (400). */
+function previousNotFound(id: string): string {
+  return JSON.stringify({ error: { message: `Previous response with id '${id}' not found.`, type: 'invalid_request_error', param: 'previous_response_id', code: 'previous_response_not_found' } });
+}
+
+/** OpenAI's answer to GET or DELETE of a response it does not have (404). */
+function responseNotFound(id: string): string {
+  return openaiError(`Response with id '${id}' not found.`, 'invalid_request_error', null);
+}
+
 const BAD_JSON_OPENAI = openaiError(
   "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)",
   'invalid_request_error',
@@ -866,6 +879,40 @@ async function pump(res: ServerResponse, it: Iterator<Item>, delayMs: number, ho
 }
 
 // ---------------------------------------------------------------------------
+// Stored responses (Responses API)
+
+/** A response the mock made: enough to answer GET /v1/responses/{id} and its input items. */
+interface StoredResponse {
+  n: string;
+  created: string;
+  model: string;
+  sw: Sw;
+  input: unknown;
+}
+
+/** Responses remembered at most (the oldest is forgotten first): the mock also serves benchmarks. */
+const MAX_STORED_RESPONSES = 100_000;
+
+/** The input items of a stored response, as OpenAI lists them (a string input is one user message). */
+function inputItems(r: StoredResponse): Record<string, unknown>[] {
+  const text = (t: string): unknown[] => [{ type: 'input_text', text: t }];
+  if (typeof r.input === 'string') return [{ id: 'msg_mock' + r.n + '_in0', type: 'message', role: 'user', status: 'completed', content: text(r.input) }];
+  if (!Array.isArray(r.input)) return [];
+  return r.input.map((item: unknown, i) => {
+    const o = item !== null && typeof item === 'object' ? (item as Record<string, unknown>) : {};
+    const content = typeof o.content === 'string' ? text(o.content) : o.content;
+    return { id: 'msg_mock' + r.n + '_in' + i, type: 'message', status: 'completed', ...o, ...(content === undefined ? {} : { content }) };
+  });
+}
+
+/** GET /v1/responses/{id}/input_items: OpenAI's list (newest first unless `order=asc`), all on one page. */
+function inputItemList(r: StoredResponse, query: string): string {
+  const items = inputItems(r);
+  if (!/[?&]order=asc(&|$)/.test(query)) items.reverse();
+  return JSON.stringify({ object: 'list', data: items, first_id: items[0]?.id ?? null, last_id: items.at(-1)?.id ?? null, has_more: false });
+}
+
+// ---------------------------------------------------------------------------
 // Server
 
 function nowSec(): number {
@@ -905,6 +952,28 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     });
   };
   const noHold: HoldWait = () => Promise.resolve();
+  /** The responses made, by id (`resp_mock` + the request's number). */
+  const stored = new Map<string, StoredResponse>();
+  const remember = (n: number, model: string, sw: Sw, input: unknown): void => {
+    if (stored.size >= MAX_STORED_RESPONSES) stored.delete(stored.keys().next().value!);
+    stored.set('resp_mock' + n, { n: '' + n, created: '' + nowSec(), model, sw, input });
+  };
+  /** GET|DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items; false for any other path there. */
+  const storedResponse = (res: ServerResponse, method: string, rest: string, query: string, rid: string): boolean => {
+    const slash = rest.indexOf('/');
+    const id = slash === -1 ? rest : rest.slice(0, slash);
+    const sub = slash === -1 ? '' : rest.slice(slash);
+    if (id === '' || !(sub === '' || (sub === '/input_items' && method === 'GET'))) return false;
+    const r = stored.get(id);
+    if (r === undefined) sendJson(res, 404, 0, rid, responseNotFound(id));
+    else if (sub !== '') sendJson(res, 200, 0, rid, inputItemList(r, query));
+    else if (method === 'GET') sendJson(res, 200, 0, rid, respPlainBody(r.n, r.created, r.model, fullText(r.sw.chunks), r.sw));
+    else {
+      stored.delete(id);
+      sendJson(res, 200, 0, rid, JSON.stringify({ id, object: 'response', deleted: true }));
+    }
+    return true;
+  };
   let lastModel: unknown;
   let lastModelJson = '';
   let lastModelBytes = 0;
@@ -985,6 +1054,7 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       const tier = body.service_tier === 'auto' ? 'default' : body.service_tier;
       sw = { ...sw, tier, extraKey: sw.extraKey + '|' + tier };
     }
+    if (fmt === RESP) remember(n, modelJson, sw, body.input);
     if (body.stream !== true) {
       respondPlain(res, fmt, rid, n, modelJson, sw);
       return;
@@ -1019,6 +1089,8 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       if (anthropic) sendJson(res, 200, 1, rid, ANTHROPIC_MODELS);
       else sendJson(res, 200, 0, rid, OPENAI_MODELS);
       return;
+    } else if ((method === 'GET' || method === 'DELETE') && path.startsWith('/v1/responses/') && storedResponse(res, method, path.slice('/v1/responses/'.length), url.slice(path.length), rid)) {
+      return;
     } else {
       sendJson(
         res,
@@ -1041,6 +1113,11 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       return;
     }
     const b = body as Record<string, unknown>;
+    // A conversation continued from a response this provider never made (or no longer has).
+    if (fmt === RESP && typeof b.previous_response_id === 'string' && !stored.has(b.previous_response_id)) {
+      sendJson(res, 400, 0, rid, previousNotFound(b.previous_response_id));
+      return;
+    }
     const sw = b.mock === undefined ? DEFAULT_SW : readSwitches(b.mock);
     // mock.requestId: answer with this x-request-id, as compatible upstreams and caches that
     // repeat one do.

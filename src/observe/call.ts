@@ -38,7 +38,7 @@ type ObservedResponse = ServerResponse & { [kCall]?: Call };
 
 const ENDPOINT_INDEX = new Map<string, number>(ENDPOINT_LABELS.map((e, i) => [e, i]));
 /** The `endpoint` label of routes that are not inference calls. */
-const ROUTE_KIND_ENDPOINT: Record<Route['kind'], string> = { inference: 'other', models: 'models', 'usage-page': 'usage', 'usage-api': 'usage', healthz: 'other', readyz: 'other' };
+const ROUTE_KIND_ENDPOINT: Record<Route['kind'], string> = { inference: 'other', models: 'models', 'stored-response': 'responses', 'usage-page': 'usage', 'usage-api': 'usage', healthz: 'other', readyz: 'other' };
 
 function onClose(this: ObservedResponse): void {
   const call = this[kCall];
