@@ -9,6 +9,7 @@ import { requestFacts, type RequestFacts } from './formats/model.js';
 import type { FormatAdapter } from './formats/types.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange } from './forward/exchange.js';
+import { emptyList, ModelListing, modelListFormat, modelListPath, type ModelListFormat } from './forward/model-list.js';
 import { buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
 import { bodyAtHand, readBody, REFUSED, TOO_LARGE, type RequestBody } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
@@ -61,6 +62,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   options.metrics?.watchUpstreamQueues(() => queuedCalls(upstreams));
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
+  /** The catalogue's models whose provider has its credential: the only ones GET /models may list. */
+  const servedModels = new Map([...config.models].filter(([, model]) => upstreamOf(model.provider.name).usable));
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
   const clientStallMs = config.limits.clientStallMs;
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
@@ -212,18 +215,24 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     });
   }
 
-  /** GET /models: the catalogue of the provider `catalogProvider` names for the caller's format. */
-  function models(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
+  /**
+   * GET /models: the list of the provider `catalogProvider` names for the caller's format, cut
+   * down to what the key may call (forward/model-list.ts); the run-time switches are read beside
+   * the provider call, in one store read.
+   */
+  function models(req: IncomingMessage, res: ServerResponse, key: KeyRecord, requestId: string): void {
     // Neither billed nor listed, but a call in flight all the same: its slot is freed when it ends.
     if (key.concurrency !== null) res.once('close', () => store.release(key, requestId));
     const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
-    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, upstream === catalog.anthropic);
+    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, modelListFormat(upstream.provider));
     noteDispatch(res, upstream.provider.name);
+    const listing = new ModelListing(res, requestId, key, upstream.provider, servedModels, clientStallMs);
+    store.readModelSwitches((switches) => listing.switchesRead(switches));
     upstream.pool.dispatch({
-      path: upstream.provider.basePath + route.upstreamPath + query,
+      path: modelListPath(upstream.provider),
       method: 'GET',
       headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
-    }, new Exchange(res, requestId, null, clientStallMs));
+    }, listing);
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -288,7 +297,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
 
   /** After admission: the catalogue, or an inference call (whose body is read now, unless `early` has it). */
   function proceed(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, early?: EarlyBody): void {
-    if (route.kind === 'models') return models(req, res, route, key, requestId, query);
+    if (route.kind === 'models') return models(req, res, key, requestId);
     inference(req, res, route, key, requestId, query, early).catch((err: unknown) => {
       // Thrown before the call was forwarded (reading the body, or checking the model).
       store.release(key, requestId);
@@ -407,8 +416,8 @@ function internalErrorRecord(requestId: string, endpoint: UsageRecord['endpoint'
  * GET /models when the catalogue's provider has no credential: an empty list in the caller's
  * format (no model can be served), rather than a call with an empty credential.
  */
-function serveEmptyCatalogue(res: ServerResponse, requestId: string, anthropic: boolean): void {
-  const body = anthropic ? '{"data":[],"has_more":false,"first_id":null,"last_id":null}' : '{"object":"list","data":[]}';
+function serveEmptyCatalogue(res: ServerResponse, requestId: string, format: ModelListFormat): void {
+  const body = emptyList(format);
   res.writeHead(200, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'access-control-allow-origin', '*', 'access-control-expose-headers', 'x-request-id'], requestId));
   res.end(body);
 }

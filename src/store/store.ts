@@ -87,6 +87,11 @@ export interface Admission {
   lookup(hash: string, done: (key: KeyRecord | undefined, failure: unknown) => void): void;
   /** Step 10's run-time switch alone (the hold checks it itself): enabled, or null when the store failed. */
   modelEnabled(id: string, byDefault: boolean, done: (enabled: boolean | null) => void): void;
+  /**
+   * Every run-time switch set (`tollgate models enable|disable`), by model id, in one read (one
+   * round trip on Redis, whatever the catalogue's size): for GET /models. Null when the store failed.
+   */
+  readModelSwitches(done: (switches: ReadonlyMap<string, boolean> | null) => void): void;
   /** For /readyz: the store answered recently. */
   answers(): boolean;
 }
