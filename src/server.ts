@@ -20,8 +20,9 @@ import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
 import { log } from './log.js';
 import { holdFor } from './meter/hold.js';
-import { serveHealthz, serveReadyz } from './admin/health.js';
+import { serveHealthz, serveReadyz, type Readiness } from './admin/health.js';
 import type { AccessLog } from './observe/access-log.js';
+import { CredentialRefusals } from './observe/credential-refusals.js';
 import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
 import type { Metrics } from './observe/metrics.js';
 import { unpricedRefusal } from './meter/levers.js';
@@ -38,6 +39,8 @@ export interface GatewayOptions {
   metrics?: Metrics | null;
   /** The access log (null: off, `log.access: false`). */
   accessLog?: AccessLog | null;
+  /** Where providers' refusals of the gateway's credential are noted (default: this process's own). */
+  credentialRefusals?: CredentialRefusals;
 }
 
 export interface Gateway {
@@ -69,8 +72,9 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
   void store.serveCalls();
   const { maxRequestBytes, maxJsonDepth } = config.limits;
-  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null);
-  const readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
+  const credentialRefusals = options.credentialRefusals ?? new CredentialRefusals();
+  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null, credentialRefusals);
+  const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
   const drain = new Drain();
   /** The largest body taken before its admission when it came whole with the request's head. */
   const earlyBodyLimit = Math.min(maxRequestBytes, EARLY_BODY_LIMIT);

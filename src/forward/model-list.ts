@@ -5,7 +5,7 @@ import type { Model, Provider } from '../config/types.js';
 import { sendError } from '../http/errors.js';
 import { clientResponseHeaders, pickUpstreamHeaders } from '../http/headers.js';
 import { log } from '../log.js';
-import { noteFirstByte } from '../observe/call.js';
+import { noteCredentialAccepted, noteFirstByte } from '../observe/call.js';
 import type { KeyRecord } from '../store/types.js';
 import { Exchange } from './exchange.js';
 
@@ -135,6 +135,7 @@ export class ModelListing implements Dispatcher.DispatchHandler {
       return this.passed.onHeaders(statusCode, rawHeaders, resume);
     }
     noteFirstByte(this.res);
+    noteCredentialAccepted(this.res);
     this.upstreamRequestId = pickUpstreamHeaders(rawHeaders).requestId;
     return true;
   }

@@ -81,6 +81,17 @@ export function sendError(res: ServerResponse, code: GatewayErrorCode, requestId
 }
 
 /**
+ * One of the gateway's errors that a retry would meet again: `x-should-retry: false` tells both
+ * official SDKs not to retry it, whatever its status.
+ */
+export function sendErrorNotToRetry(res: ServerResponse, code: GatewayErrorCode, requestId: string): void {
+  const e = PREPARED.get(code)!;
+  noteCode(res, code);
+  res.writeHead(e.status, [...e.headers, 'x-request-id', requestId, 'x-should-retry', 'false']);
+  res.end(e.body);
+}
+
+/**
  * One of the gateway's errors as a whole HTTP/1.1 message, for the few places that answer on the
  * bare socket because Node has no response object to give (its parser refused the request). The
  * connection is closed after it: the stream of requests on it can no longer be trusted.
