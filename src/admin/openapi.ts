@@ -13,7 +13,7 @@ const ok = (description: string, schema: unknown, status = '200'): Record<string
 const keyRef = { name: 'ref', in: 'path', required: true, description: 'The key id (key_…) or its 12-character prefix (gw_live_xxxx). A full key goes in a body instead: POST /admin/v1/keys/lookup.', schema: { type: 'string' } };
 const dayParam = (name: string, what: string): Record<string, unknown> => ({ name, in: 'query', required: false, description: what, schema: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' } });
 const formatParam = { name: 'format', in: 'query', required: false, description: 'json (default) or csv', schema: { enum: ['json', 'csv'] } };
-const csv = { 'text/csv': { schema: { type: 'string' } } };
+const csv = { 'text/csv': { schema: { type: 'string', description: 'RFC 4180 CSV with a header row. A text cell beginning with =, +, -, @, a tab or a carriage return (and not a plain decimal number) starts with a single quote, so that a spreadsheet shows it rather than run it as a formula.' } } };
 const body = (schema: unknown, required = true): Record<string, unknown> => ({ required, content: json(schema) });
 const usd = { type: 'string', pattern: '^-?\\d+\\.\\d{6}$' };
 const nonNegative = { type: 'integer', minimum: 0 };
