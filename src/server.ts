@@ -13,6 +13,7 @@ import { emptyList, ModelListing, modelListFormat, modelListPath, type ModelList
 import { buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
 import { bodyAtHand, readBody, REFUSED, TOO_LARGE, type RequestBody } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
+import { headRefusal } from './http/request-head.js';
 import { Drain } from './http/drain.js';
 import { sendError, sendErrorSaying, type GatewayErrorCode } from './http/errors.js';
 import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } from './http/headers.js';
@@ -71,7 +72,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   const clientStallMs = config.limits.clientStallMs;
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
   void store.serveCalls();
-  const { maxRequestBytes, maxJsonDepth } = config.limits;
+  const { maxRequestBytes, maxJsonDepth, maxHeaderCount } = config.limits;
   const credentialRefusals = options.credentialRefusals ?? new CredentialRefusals();
   const observer = new Observer(options.metrics ?? null, options.accessLog ?? null, credentialRefusals);
   const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
@@ -248,11 +249,12 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     const requestId = nextRequestId();
     observer.begin(res, requestId);
     drain.track(req, res);
-    // HTTP/1.1 requires Host (RFC 9112 §3.2): answered here with the envelope, rather than with
-    // Node's bare 400, and the connection closed like after any request Node's parser refuses.
-    if (req.headers.host === undefined && req.httpVersionMinor === 1) {
+    // Too many header fields, no HTTP version, Host missing or repeated: answered here with the
+    // envelope, and the connection closed like after any request Node's parser refuses.
+    const headFault = headRefusal(req, maxHeaderCount);
+    if (headFault !== null) {
       res.setHeader('connection', 'close');
-      return sendError(res, 'malformed_request', requestId);
+      return sendError(res, headFault, requestId);
     }
     if (method === 'OPTIONS') {
       res.writeHead(204, withRequestId(PREFLIGHT_RESPONSE_HEADERS, requestId));
@@ -359,6 +361,9 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     requireHostHeader: false,
   }, onRequest);
   server.maxConnections = limits.maxConnections;
+  // No limit of Node's own: `limits.maxHeaderCount` is counted exactly by headRefusal (Node 20
+  // would drop the fields past its limit silently). `maxHeaderBytes` still bounds the head.
+  server.maxHeadersCount = 0;
   server.on('clientError', clientErrorHandler(observer));
   // An `Expect` other than 100-continue is ignored, as RFC 9110 §10.1.1 allows, rather than
   // answered with Node's bare 417.
