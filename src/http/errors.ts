@@ -8,9 +8,9 @@ import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
  * (per-key concurrency, interface.md), `store_unavailable` (the store failed: fail closed),
  * `internal_error` (a fault inside the gateway: a 500 of its own, so that a bug is never
  * reported as the provider's `upstream_unavailable`), `unpriced_option` (a request using a
- * priced option the model's price cannot price), and for requests Node's HTTP parser refuses
- * before any route is known: `malformed_request`, `headers_too_large`, `request_timeout` (see
- * http/client-error.ts).
+ * priced option the model's price cannot price), and for requests refused before any route is
+ * known, by Node's HTTP parser or by the gateway's own checks of the head: `malformed_request`,
+ * `headers_too_large`, `request_timeout` (see http/client-error.ts, http/request-head.ts).
  */
 export const GATEWAY_ERRORS = {
   missing_api_key: [401, 'invalid_request_error', 'No API key was provided. Send it as "Authorization: Bearer <key>" or in the "x-api-key" header.'],
@@ -31,7 +31,7 @@ export const GATEWAY_ERRORS = {
   internal_error: [500, 'api_error', 'The gateway failed while handling this request. Nothing was billed; quote the x-request-id when reporting it.'],
   unpriced_option: [400, 'invalid_request_error', 'This request uses an option that changes what the provider charges, and this gateway has no price for it on this model. Leave the option out, or ask the gateway\'s operator to price it.'],
   malformed_request: [400, 'invalid_request_error', 'The request is not valid HTTP/1.1 (bad request line, header or body framing). A key pasted with a line break is a common cause.'],
-  headers_too_large: [431, 'invalid_request_error', 'The request headers are larger than this gateway accepts.'],
+  headers_too_large: [431, 'invalid_request_error', 'The request headers are larger, or more numerous, than this gateway accepts.'],
   request_timeout: [408, 'invalid_request_error', 'The request did not arrive in time.'],
 } as const;
 
