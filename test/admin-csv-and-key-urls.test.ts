@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import t from 'tap';
-import { ADMIN_TOKEN, defaultConfig, post, runCli, startGateway, testModels, type Harness } from './helpers/harness.js';
+import { ADMIN_TOKEN, defaultConfig, post, readReply, runCli, startGateway, testModels, type Harness, type Reply } from './helpers/harness.js';
 
 /** RFC 4180: rows of cells, quotes and doubled quotes undone. */
 function parseCsv(text: string): string[][] {
@@ -35,20 +35,12 @@ function csvObjects(text: string): Record<string, string>[] {
   return rows.map((r) => Object.fromEntries(header!.map((h, i) => [h, r[i]!])));
 }
 
-async function admin(gw: Harness, method: string, path: string, body?: unknown, token: string | null = ADMIN_TOKEN): Promise<{ status: number; text: string; json: any }> {
-  const res = await fetch(gw.admin + path, {
+async function admin(gw: Harness, method: string, path: string, body?: unknown, token: string | null = ADMIN_TOKEN): Promise<Reply> {
+  return readReply(await fetch(gw.admin + path, {
     method,
     headers: { ...(token === null ? {} : { authorization: `Bearer ${token}` }), 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, text, json };
+  }));
 }
 
 /** Model ids a spreadsheet would take for formulas (the catalogue's ids are what records carry). */
