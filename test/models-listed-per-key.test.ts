@@ -18,7 +18,7 @@ async function providerList(gw: Harness, anthropic: boolean): Promise<any[]> {
     ? { 'x-api-key': PROVIDER_ENV.ANTHROPIC_API_KEY, 'anthropic-version': '2023-06-01' }
     : { authorization: `Bearer ${PROVIDER_ENV.OPENAI_API_KEY}` };
   const res = await fetch(`${gw.mock.url}/v1/models${anthropic ? '?limit=1000' : ''}`, { headers });
-  return (await res.json()).data;
+  return ((await res.json()) as { data: any[] }).data;
 }
 
 /** What a key may be listed, from the provider's list: in the catalogue, enabled, allowed. */

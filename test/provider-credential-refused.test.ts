@@ -11,10 +11,8 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { PROVIDER_ENV, readReply, startGateway, usageOf, type Harness } from './helpers/harness.js';
-
-type Test = Parameters<Parameters<typeof t.test>[1]>[0];
 
 const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hello' }] };
 const messages = { model: 'claude-haiku-4-5', max_tokens: 64, messages: [{ role: 'user' as const, content: 'hello' }] };
@@ -152,7 +150,7 @@ t.test('the operator: one stderr line per provider and minute, /readyz names it 
   gw.mock.refuseCredential(PROVIDER_ENV.ANTHROPIC_API_KEY);
   await new Anthropic({ apiKey: key, baseURL: gw.base, maxRetries: 0 }).messages.create(messages).catch(() => undefined);
   t.equal(refusalLines(gw, 'anthropic').length, 1);
-  t.same((await (await fetch(`${gw.admin}/readyz`)).json()).credentialRefused, ['anthropic', 'openai']);
+  t.same(((await (await fetch(`${gw.admin}/readyz`)).json()) as { credentialRefused?: string[] }).credentialRefused, ['anthropic', 'openai']);
 
   // A call to the provider that succeeds again clears its name.
   gw.mock.acceptCredential(PROVIDER_ENV.OPENAI_API_KEY);
@@ -171,7 +169,7 @@ t.test('with --workers: every listener\'s /readyz names what any worker saw', as
   // The worker that got the call tells the primary, which tells every worker: waited for, not timed.
   const named = async (base: string): Promise<boolean> => {
     for (let i = 0; i < 250; i++) {
-      const body = await (await fetch(`${base}/readyz`, { headers: { connection: 'close' } })).json();
+      const body = (await (await fetch(`${base}/readyz`, { headers: { connection: 'close' } })).json()) as { credentialRefused?: string[] };
       if (body.credentialRefused?.includes('openai')) return true;
       await new Promise((r) => setTimeout(r, 20));
     }

@@ -6,11 +6,9 @@
  * with 400 `malformed_request`. Each refusal is the gateway's envelope, the connection closed
  * after it, nothing forwarded or billed. Run on the LTS Node.js too: `npm run test:lts -- test/request-head-limits.test.ts`.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { defaultConfig, startGateway, usageOf, type Harness } from './helpers/harness.js';
 import { open, parseResponses, portOf, readUntil, type RawResponse } from './helpers/raw-http.js';
-
-type Test = Parameters<Parameters<typeof t.test>[1]>[0];
 
 /** GET /v1/models with `count` header fields in all, the key's `Authorization` the last of them. */
 function headWithFields(count: number, key: string, requestLine = 'GET /v1/models HTTP/1.1'): string {
