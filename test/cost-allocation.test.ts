@@ -10,12 +10,12 @@
  * heap space's used size over the window / WINDOW. The client and the mock provider run in this
  * process: their allocations are not counted.
  *
- * Repeatable to about ten bytes per call on one machine, on Node 20 and on Node 24, however
- * loaded (the figures: bench/README.md, Cost budgets enforced by npm test). Each of these was
+ * Runs agree within a few tens of bytes per call (0.04 %) on one machine, on Node 20 and on
+ * Node 24, however loaded (the figures: bench/README.md, Cost budgets enforced by npm test). Each of these was
  * found as noise and removed:
  * - `--max-opt=0`, the interpreter only: optimised code allocates less than the code asks for, by
- *   an amount that changes as functions tier up and deoptimise for many seconds after start-up
- *   (±2 KB per call). So the figure is what the code asks for, an upper bound of what the
+ *   an amount that changes as functions tier up and deoptimise (kilobytes per call from one
+ *   window to the next). So the figure is what the code asks for, an upper bound of what the
  *   optimising compilers leave of it.
  * - `--predictable --no-allocation-site-pretenuring`: no GC or compiler work on other threads,
  *   and no allocation moved to the old generation by a decision some collection took.
