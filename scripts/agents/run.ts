@@ -9,7 +9,7 @@
  *
  *   npm run agents [-- --only claude,codex,frameworks] [-- --surfaces credit,token] [-- --keep]
  *
- * Prices: `agents/hand-priced-models.json` prices the agents' default models by hand (Anthropic's
+ * Prices: `scripts/agents/hand-priced-models.json` prices the agents' default models by hand (Anthropic's
  * model pages and Claude Code 2.1.331's built-in catalogue for Claude Opus 5.5, Opus 4.8, Sonnet
  * 5.5 and Haiku 5.5; gpt-6.1-sol's page as mirrored, read 2026-11-25). Delete that file and the
  * run uses tollgate's built-in catalogue instead; the bills are checked against whatever
@@ -19,8 +19,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatUsd } from '../src/money.js';
-import { allRecords, PROVIDER_ENV, startGateway, type Harness } from '../test/helpers/harness.js';
+import { formatUsd } from '../../src/money.js';
+import { allRecords, PROVIDER_ENV, startGateway, type Harness } from '../../test/helpers/harness.js';
 import { expectedBill, findModel, type ListedModel } from './bill.js';
 import { redact, runClaudeCode, runCodex, type AgentRun } from './coding-agents.js';
 import { runFrameworks, type FrameworkCall } from './frameworks.js';
@@ -28,9 +28,9 @@ import { installPinned, PINNED } from './install.js';
 import { startRecorder, type Recorder, type WireCall } from './recorder.js';
 import { FINAL_TEXT, PROOF_FILE, PROOF_TEXT, REPLY_TEXT, startScriptedProvider, type ProviderCall, type ScriptedProvider } from './scripted-provider.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CACHE = join(ROOT, '.cache', 'agents');
-const HAND_PRICED = join(ROOT, 'agents', 'hand-priced-models.json');
+const HAND_PRICED = join(ROOT, 'scripts', 'agents', 'hand-priced-models.json');
 /** The models the frameworks are asked for (agents choose their own). */
 const FRAMEWORK_MODELS = { openai: 'gpt-6.1-sol', anthropic: 'claude-sonnet-5-5' };
 const PROMPT = `Create the file ${PROOF_FILE} holding the word ${PROOF_TEXT}, using the shell.`;
