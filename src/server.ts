@@ -6,12 +6,15 @@ import type { Config, Model } from './config/types.js';
 import { FORMATS } from './formats/index.js';
 import { requestLevers, type RequestLevers } from './formats/levers.js';
 import { requestFacts, type RequestFacts } from './formats/model.js';
+import { continuedResponses, isResponseId } from './formats/responses.js';
 import type { FormatAdapter } from './formats/types.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange } from './forward/exchange.js';
+import { emptyList, ModelListing, modelListFormat, modelListPath, type ModelListFormat } from './forward/model-list.js';
 import { buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
 import { bodyAtHand, readBody, REFUSED, TOO_LARGE, type RequestBody } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
+import { headRefusal } from './http/request-head.js';
 import { Drain } from './http/drain.js';
 import { sendError, sendErrorSaying, type GatewayErrorCode } from './http/errors.js';
 import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } from './http/headers.js';
@@ -19,8 +22,9 @@ import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
 import { log } from './log.js';
 import { holdFor } from './meter/hold.js';
-import { serveHealthz, serveReadyz } from './admin/health.js';
+import { serveHealthz, serveReadyz, type Readiness } from './admin/health.js';
 import type { AccessLog } from './observe/access-log.js';
+import { CredentialRefusals } from './observe/credential-refusals.js';
 import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
 import type { Metrics } from './observe/metrics.js';
 import { unpricedRefusal } from './meter/levers.js';
@@ -39,6 +43,8 @@ export interface GatewayOptions {
   accessLog?: AccessLog | null;
   /** The providers are the built-in mock (`serve --mock`): every answer says so, `x-tollgate-mock: 1`. */
   mock?: boolean;
+  /** Where providers' refusals of the gateway's credential are noted (default: this process's own). */
+  credentialRefusals?: CredentialRefusals;
 }
 
 export interface Gateway {
@@ -64,13 +70,16 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   options.metrics?.watchUpstreamQueues(() => queuedCalls(upstreams));
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
+  /** The catalogue's models whose provider has its credential: the only ones GET /models may list. */
+  const servedModels = new Map([...config.models].filter(([, model]) => upstreamOf(model.provider.name).usable));
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
   const clientStallMs = config.limits.clientStallMs;
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
   void store.serveCalls();
-  const { maxRequestBytes, maxJsonDepth } = config.limits;
-  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null);
-  const readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
+  const { maxRequestBytes, maxJsonDepth, maxHeaderCount } = config.limits;
+  const credentialRefusals = options.credentialRefusals ?? new CredentialRefusals();
+  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null, credentialRefusals);
+  const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
   const drain = new Drain();
   /** The largest body taken before its admission when it came whole with the request's head. */
   const earlyBodyLimit = Math.min(maxRequestBytes, EARLY_BODY_LIMIT);
@@ -113,6 +122,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       });
     }
     const hold = holdFor(call.format, model, key.mode, facts, facts.raw.length, facts.stream, Date.now());
+    // Decided by the hold, after step 10's switch and before the funds (previous_response_not_found).
+    hold.previousResponses = continuedBy(call);
     store.hold(key, requestId, hold, (refusal) => {
       if (refusal !== null) return sendError(res, refusal, requestId);
       // The client left while the hold was placed: nothing goes out, nothing is billed.
@@ -145,7 +156,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       const usageBody = format.streamUsageRequest?.(facts);
       const exchange = new Exchange(res, requestId, {
         store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
-        startedAt, levers: call.levers, request: facts,
+        startedAt, levers: call.levers, request: facts, credential: upstream.credentialName,
       }, clientStallMs);
       const upstreamBody = usageBody ?? facts.raw;
       const headers = upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults);
@@ -191,9 +202,10 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
         credit: holdFor(call.format, call.model, 'credit', facts, facts.raw.length, facts.stream, at),
         token: holdFor(call.format, call.model, 'token', facts, facts.raw.length, facts.stream, at),
       };
+      hold.credit.previousResponses = hold.token.previousResponses = continuedBy(call);
       store.admitHolding!(hash, route.surface!, requestId, hold, (key, refusal, retryAfter) => {
         if (key !== undefined) noteKey(res, key);
-        if (refusal === null || refusal === 'model_not_allowed' || refusal === 'model_not_available') noteModel(res, facts.model);
+        if (refusal === null || refusal === 'model_not_allowed' || refusal === 'model_not_available' || refusal === 'previous_response_not_found') noteModel(res, facts.model);
         if (refusal !== null) return refused(res, refusal, requestId, retryAfter);
         // The client left while waiting: nothing goes out, nothing is billed.
         if (res.destroyed) return store.release(key!, requestId);
@@ -215,16 +227,59 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     });
   }
 
-  /** GET /models: the catalogue of the provider `catalogProvider` names for the caller's format. */
-  function models(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
-    // Neither billed nor listed, but a call in flight all the same: its slot is freed when it ends.
-    if (key.concurrency !== null) res.once('close', () => store.release(key, requestId));
+  /**
+   * GET /models: the list of the provider `catalogProvider` names for the caller's format, cut
+   * down to what the key may call (forward/model-list.ts); the run-time switches are read beside
+   * the provider call, in one store read.
+   */
+  function models(req: IncomingMessage, res: ServerResponse, key: KeyRecord, requestId: string): void {
+    unmeteredSlot(res, key, requestId);
     const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
-    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, upstream === catalog.anthropic);
+    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, modelListFormat(upstream.provider));
+    noteDispatch(res, upstream.provider.name);
+    const listing = new ModelListing(res, requestId, key, upstream.provider, servedModels, clientStallMs);
+    store.readModelSwitches((switches) => listing.switchesRead(switches));
+    upstream.pool.dispatch({
+      path: modelListPath(upstream.provider),
+      method: 'GET',
+      headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
+    }, listing);
+  }
+
+  /**
+   * GET|DELETE /responses/{id} and GET /responses/{id}/input_items, after steps 3–7: for the
+   * account that made the response (its owner record), forwarded unchanged to the provider and
+   * credential that made it, neither billed nor listed. Any other id (another account's, one no
+   * call through the gateway made, one that cannot be a response id: never looked up, never put
+   * into a provider's URL) is 404 `response_not_found`, and nothing is forwarded.
+   */
+  function storedResponse(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
+    unmeteredSlot(res, key, requestId);
+    const { at, tail } = route.id!;
+    const id = req.url!.slice(at, req.url!.length - query.length - tail.length);
+    if (!isResponseId(id)) return sendError(res, 'response_not_found', requestId);
+    store.responseOwner(key.account, id, (owner, failure) => {
+      if (failure) return sendError(res, 'store_unavailable', requestId);
+      if (owner === undefined) return sendError(res, 'response_not_found', requestId);
+      const upstream = upstreams.get(owner.provider);
+      // A provider (or credential) since removed from the config, or left without its secret, cannot be asked.
+      if (upstream === undefined || upstream.credentialName !== owner.credential || !upstream.usable) return sendError(res, 'response_not_found', requestId);
+      if (res.destroyed) return;
+      passThrough(req, res, requestId, upstream, route.method, route.upstreamPath + id + tail + query);
+    });
+  }
+
+  /** A call neither billed nor listed, in flight all the same: its concurrency slot is freed when it ends. */
+  function unmeteredSlot(res: ServerResponse, key: KeyRecord, requestId: string): void {
+    if (key.concurrency !== null) res.once('close', () => store.release(key, requestId));
+  }
+
+  /** Forwards a call neither billed nor listed to `upstream` (`path`: after its base path, query included). */
+  function passThrough(req: IncomingMessage, res: ServerResponse, requestId: string, upstream: Upstream, method: Route['method'], path: string): void {
     noteDispatch(res, upstream.provider.name);
     upstream.pool.dispatch({
-      path: upstream.provider.basePath + route.upstreamPath + query,
-      method: 'GET',
+      path: upstream.provider.basePath + path,
+      method,
       headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
     }, new Exchange(res, requestId, null, clientStallMs));
   }
@@ -238,11 +293,12 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     const requestId = nextRequestId();
     observer.begin(res, requestId);
     drain.track(req, res);
-    // HTTP/1.1 requires Host (RFC 9112 §3.2): answered here with the envelope, rather than with
-    // Node's bare 400, and the connection closed like after any request Node's parser refuses.
-    if (req.headers.host === undefined && req.httpVersionMinor === 1) {
+    // Too many header fields, no HTTP version, Host missing or repeated: answered here with the
+    // envelope, and the connection closed like after any request Node's parser refuses.
+    const headFault = headRefusal(req, maxHeaderCount);
+    if (headFault !== null) {
       res.setHeader('connection', 'close');
-      return sendError(res, 'malformed_request', requestId);
+      return sendError(res, headFault, requestId);
     }
     if (method === 'OPTIONS') {
       res.writeHead(204, withRequestId(PREFLIGHT_RESPONSE_HEADERS, requestId));
@@ -291,7 +347,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
 
   /** After admission: the catalogue, or an inference call (whose body is read now, unless `early` has it). */
   function proceed(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, early?: EarlyBody): void {
-    if (route.kind === 'models') return models(req, res, route, key, requestId, query);
+    if (route.kind === 'models') return models(req, res, key, requestId);
+    if (route.kind === 'stored-response') return storedResponse(req, res, route, key, requestId, query);
     inference(req, res, route, key, requestId, query, early).catch((err: unknown) => {
       // Thrown before the call was forwarded (reading the body, or checking the model).
       store.release(key, requestId);
@@ -355,6 +412,9 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     requireHostHeader: false,
   }, handler);
   server.maxConnections = limits.maxConnections;
+  // No limit of Node's own: `limits.maxHeaderCount` is counted exactly by headRefusal (Node 20
+  // would drop the fields past its limit silently). `maxHeaderBytes` still bounds the head.
+  server.maxHeadersCount = 0;
   server.on('clientError', clientErrorHandler(observer, options.mock === true ? MOCK_ANSWER_HEADER : undefined));
   // An `Expect` other than 100-continue is ignored, as RFC 9110 §10.1.1 allows, rather than
   // answered with Node's bare 417.
@@ -411,6 +471,12 @@ interface ServableCall {
   levers: RequestLevers;
 }
 
+/** The stored responses a call continues (Hold.previousResponses), in formats whose provider stores them. */
+function continuedBy(call: ServableCall): string[] | null {
+  const field = call.format.previousResponseField;
+  return field === undefined ? null : continuedResponses(call.facts, field);
+}
+
 /** A zero-cost usage record for a call that failed inside the gateway. */
 function internalErrorRecord(requestId: string, endpoint: UsageRecord['endpoint'], model: string | null, credit: boolean): UsageRecord {
   return {
@@ -425,8 +491,8 @@ function internalErrorRecord(requestId: string, endpoint: UsageRecord['endpoint'
  * GET /models when the catalogue's provider has no credential: an empty list in the caller's
  * format (no model can be served), rather than a call with an empty credential.
  */
-function serveEmptyCatalogue(res: ServerResponse, requestId: string, anthropic: boolean): void {
-  const body = anthropic ? '{"data":[],"has_more":false,"first_id":null,"last_id":null}' : '{"object":"list","data":[]}';
+function serveEmptyCatalogue(res: ServerResponse, requestId: string, format: ModelListFormat): void {
+  const body = emptyList(format);
   res.writeHead(200, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'access-control-allow-origin', '*', 'access-control-expose-headers', 'x-request-id'], requestId));
   res.end(body);
 }

@@ -191,3 +191,37 @@ t.test('when two adjacent checks fail, the earlier one wins', async (t) => {
     t.same((await usageOf(base, credit.key)).requests, [], 'nothing is listed');
   });
 });
+
+t.test("previous_response_not_found: after the model checks, after funds and rate, before anything is held", async (t) => {
+  const gw = await startGateway(t);
+  const owner = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  const made = await post(`${gw.base}/v1/responses`, owner.key, { model: 'gpt-4o-mini', input: 'hi' });
+  t.equal(made.status, 200);
+  const foreign = made.json.id as string;
+  const k = await gw.createKey(['--mode', 'credit', '--balance', '1', '--models', 'gpt-4o-mini,gpt-4o,chat-only']);
+  const broke = await gw.createKey(['--mode', 'credit', '--balance', '0']);
+  const limited = await gw.createKey(['--mode', 'credit', '--balance', '1', '--rpm', '1']);
+  const url = `${gw.base}/v1/responses`;
+  const continuing = (model: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ model, input: 'x', previous_response_id: foreign, ...extra });
+  const forwarded = gw.mock.requests.length;
+
+  expectError(t, await post(url, broke.key, continuing('gpt-4o-mini')), 402, 'insufficient_credit');
+  t.equal((await post(url, limited.key, { model: 'gpt-4o-mini', input: 'x' })).status, 200, 'the one call of the window');
+  expectError(t, await post(url, limited.key, continuing('gpt-4o-mini')), 429, 'rate_limit_exceeded');
+  const forwardedBefore = gw.mock.requests.length;
+  expectError(t, await post(url, k.key, `{"input":"x","previous_response_id":"${foreign}"}`), 400, 'model_required');
+  expectError(t, await post(url, k.key, continuing('claude-haiku-4-5')), 403, 'model_not_allowed');
+  expectError(t, await post(url, k.key, continuing('chat-only')), 403, 'model_not_available');
+  ok(t, await gw.cli(['models', 'disable', 'gpt-4o']));
+  expectError(t, await post(url, k.key, continuing('gpt-4o')), 403, 'model_not_available');
+  ok(t, await gw.cli(['models', 'enable', 'gpt-4o']));
+  // gpt-4o-mini has no price for the flex tier here.
+  expectError(t, await post(url, k.key, continuing('gpt-4o-mini', { service_tier: 'flex' })), 400, 'unpriced_option');
+  const refused = await post(url, k.key, continuing('gpt-4o'));
+  expectError(t, refused, 400, 'previous_response_not_found');
+  t.equal(refused.json.error.param, 'previous_response_id');
+  t.equal(gw.mock.requests.length, forwardedBefore, 'no refused call reached the provider');
+  const u = await usageOf(gw.base, k.key);
+  t.same([u.requests.length, u.key.balanceUsd, u.key.heldNanoUsd], [0, '1.000000', 0], 'nothing listed, billed or held');
+  t.equal(forwardedBefore, forwarded + 1, 'only the rate-limited key\'s first call went out');
+});

@@ -4,7 +4,8 @@
  * its keys' slot, a rotated key's secret drawn in its account's slot), and the gateway and the
  * command line work on it as on one server: billing on both surfaces, the rate window, a
  * concurrency limit, a rotated key drawing on the same balance, suspend and model switches
- * obeyed on the next call, the usage API and the audit trail.
+ * obeyed on the next call, a stored response continued and read by its account only (its owner
+ * record in its account's slot), the usage API and the audit trail.
  */
 import t from 'tap';
 import { eventually } from './helpers/client-gone.js';
@@ -45,13 +46,31 @@ t.test('a three-master Redis Cluster', async (t) => {
   t.equal((await post(`${gw.base}/v1/responses`, next.key, { model: 'gpt-4o-mini', input: 'hi' })).status, 200, 'the rotated key works');
   t.ok((await usageOf(gw.base, keys[0]!.key)).key.balanceNanoUsd < before, 'and draws on the same balance');
 
+  // A stored response: its owner record lives in its account's slot, read by the admission there.
+  const owner = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  const ownerRotated = JSON.parse((await gw.cli(['keys', 'rotate', owner.id, '--json'])).stdout) as { key: string };
+  const strangers = await Promise.all(Array.from({ length: 4 }, () => gw.createKey(['--mode', 'credit', '--balance', '1'])));
+  const made = await post(`${gw.base}/v1/responses`, owner.key, { model: 'gpt-4o-mini', input: 'remember' });
+  for (const key of [owner.key, ownerRotated.key]) {
+    t.equal((await post(`${gw.base}/v1/responses`, key, { model: 'gpt-4o-mini', input: 'more', previous_response_id: made.json.id })).status, 200, 'its account continues the response');
+    t.equal((await fetch(`${gw.base}/v1/responses/${made.json.id}`, { headers: { authorization: `Bearer ${key}` } })).status, 200, 'and reads it');
+  }
+  for (const { key } of strangers) {
+    t.equal((await post(`${gw.base}/v1/responses`, key, { model: 'gpt-4o-mini', input: 'mine?', previous_response_id: made.json.id })).json.error.code, 'previous_response_not_found', 'another account, on any shard, cannot');
+    t.equal((await (await fetch(`${gw.base}/v1/responses/${made.json.id}`, { headers: { authorization: `Bearer ${key}` } })).json()).error.code, 'response_not_found');
+  }
+
   t.equal((await gw.cli(['keys', 'suspend', keys[1]!.id])).code, 0);
   t.equal((await post(`${gw.base}/v1/chat/completions`, keys[1]!.key, CALL)).json.error.code, 'key_suspended', 'suspended: obeyed at once');
   t.equal((await gw.cli(['models', 'disable', 'gpt-4o'])).code, 0);
   t.equal((await post(`${gw.base}/v1/chat/completions`, next.key, { ...CALL, model: 'gpt-4o' })).json.error.code, 'model_not_available', 'a model switched off: obeyed at once');
+  // On a Cluster the switch is read beside the admission: it still comes before the response check.
+  t.equal((await post(`${gw.base}/v1/responses`, strangers[0]!.key, { model: 'gpt-4o', input: 'x', previous_response_id: made.json.id })).json.error.code, 'model_not_available', 'step 10 before previous_response_not_found');
+  t.equal((await post(`${gw.base}/v1/responses`, owner.key, { model: 'gpt-4o', input: 'x', previous_response_id: made.json.id })).json.error.code, 'model_not_available', 'and for the owner');
+  t.equal((await usageOf(gw.base, strangers[0]!.key)).key.heldNanoUsd, 0, 'nothing held');
 
   const audit = await gw.cli(['audit', '--json']);
   t.equal(audit.code, 0, audit.stderr);
   const actions = (JSON.parse(audit.stdout) as { action: string }[]).map((e) => e.action);
-  t.same(actions.filter((a) => a !== 'key.create'), ['key.rotate', 'key.suspend', 'model.disable'], 'the audit trail, in order');
+  t.same(actions.filter((a) => a !== 'key.create'), ['key.rotate', 'key.rotate', 'key.suspend', 'model.disable'], 'the audit trail, in order');
 });

@@ -3,7 +3,9 @@
  * also places the call's hold when the body came with the request's head, and the settlement
  * (counted by Redis itself, INFO commandstats). A body that arrives after the head is read after
  * the admission, as always, and takes the hold's script of its own (three). Either way the
- * refusals are those of the order of checks, and nothing stays held or in flight.
+ * refusals are those of the order of checks, and nothing stays held or in flight. A Responses
+ * call continuing a response of its account costs the same two: the owner record is read inside
+ * the admission (or the hold), and the settlement writes the new response's.
  */
 import t from 'tap';
 import { post, startGateway, usageOf, type Harness } from './helpers/harness.js';
@@ -20,10 +22,10 @@ async function scriptCalls(redis: RedisServer): Promise<number> {
 }
 
 /** A call whose head and body go out in two writes, `gapMs` apart: the body is not at hand at admission. */
-async function splitCall(gw: Harness, key: string, gapMs: number): Promise<number> {
+async function splitCall(gw: Harness, key: string, gapMs: number, path = '/v1/chat/completions', call: unknown = CALL): Promise<number> {
   const socket = await open(portOf(gw.base));
-  const body = JSON.stringify(CALL);
-  socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`);
+  const body = JSON.stringify(call);
+  socket.write(`POST ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`);
   await new Promise((r) => setTimeout(r, gapMs));
   socket.write(body);
   let data = Buffer.alloc(0);
@@ -97,6 +99,36 @@ t.test('the refusals after step 7, decided by the admission that holds', async (
   t.equal(await code({ ...CALL, model: 'gpt-4o' }), 'rate_limit_exceeded', 'the rate window counted every admitted call');
   t.equal((await usageOf(gw.base, key)).key.heldNanoUsd, 0, 'nothing held');
   t.equal(await redis.cli('hlen', `tg:{${await hashOf(gw, id)}}:c`).then((s) => s.trim()), '0', 'no slot taken by a refused call');
+});
+
+t.test('a Responses call naming previous_response_id: the same round trips, the check inside them', async (t) => {
+  const redis = await startRedis(t);
+  const gw = await startGateway(t, { backend: 'redis', redisServer: redis });
+  const owner = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  const other = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  const url = `${gw.base}/v1/responses`;
+  const first = await post(url, owner.key, { model: 'gpt-4o-mini', input: 'hi' });
+  t.equal(first.status, 200);
+  t.equal((await post(url, other.key, { model: 'gpt-4o-mini', input: 'hi' })).status, 200, 'both keys have loaded the scripts');
+
+  const N = 20;
+  let before = await scriptCalls(redis);
+  for (let i = 0; i < N; i++) {
+    const r = await post(url, owner.key, { model: 'gpt-4o-mini', input: 'more', previous_response_id: first.json.id, stream: i % 2 === 1 });
+    t.equal(r.status, 200, 'continued');
+  }
+  t.equal((await scriptCalls(redis)) - before, 2 * N, `${N} continuations, ${2 * N} scripts (admission with the hold and the owner check, settlement)`);
+
+  const forwarded = gw.mock.requests.length;
+  before = await scriptCalls(redis);
+  const refused = await post(url, other.key, { model: 'gpt-4o-mini', input: 'steal', previous_response_id: first.json.id });
+  t.equal(refused.json?.error?.code, 'previous_response_not_found');
+  t.equal((await scriptCalls(redis)) - before, 1, "another account's id: refused by the admission, one script");
+  before = await scriptCalls(redis);
+  t.equal(await splitCall(gw, other.key, 100, '/v1/responses', { model: 'gpt-4o-mini', input: 'steal', previous_response_id: first.json.id }), 400, 'a body after the head: refused by the hold');
+  t.equal((await scriptCalls(redis)) - before, 2, 'admission, hold');
+  t.equal(gw.mock.requests.length, forwarded, 'neither was forwarded');
+  for (const key of [owner.key, other.key]) t.equal((await usageOf(gw.base, key)).key.heldNanoUsd, 0, 'nothing held');
 });
 
 async function hashOf(gw: Harness, id: string): Promise<string> {

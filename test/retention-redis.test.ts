@@ -43,3 +43,19 @@ t.test('old records go in batches, recent ones and daily totals stay', async (t)
   t.same(await store.dailyOf(keys[0]!, '2025-01-01', '2027-12-31'), totalsBefore, 'daily totals are kept, old days included');
   t.equal(await sweeper.sweep(), 0, 'a second sweep finds nothing');
 });
+
+t.test('owner records of stored responses expire by themselves: a TTL of storage.responseRetentionDays', async (t) => {
+  const redis = await startRedis(t);
+  for (const days of [30, 2]) {
+    const store = await RedisStore.open(redis.url, { responseRetentionDays: days });
+    const key = await store.createKey({ hash: `${days}`.padStart(64, 'a'), prefix: 'gw_live_0000', name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1e9 });
+    await new Promise<void>((resolve) => store.record(key, record(Date.now(), days), { nano: 0, tokens: 0 }, { committed: () => resolve() }, false, { id: `resp_ttl${days}`, provider: 'openai', credential: 'default' }));
+    const name = `tg:{${key.account}}:rs:resp_ttl${days}`;
+    const ttl = Number(await redis.cli('pttl', name));
+    t.ok(ttl > days * DAY - 60_000 && ttl <= days * DAY, `${days} days: expires in ${ttl} ms`);
+    t.same(JSON.parse(await redis.cli('get', name)).slice(0, 2), ['openai', 'default'], 'the provider and credential recorded');
+    const owner = await new Promise((resolve) => store.responseOwner(key.account, `resp_ttl${days}`, (o) => resolve(o)));
+    t.match(owner, { provider: 'openai', credential: 'default' });
+    await store.close();
+  }
+});

@@ -9,20 +9,10 @@ import { createServer } from 'node:net';
 import t from 'tap';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { defaultConfig, startGateway, usageOf, type Harness } from './helpers/harness.js';
+import { defaultConfig, rejectionOf, startGateway, usageOf, type Harness } from './helpers/harness.js';
 
 type Test = Parameters<Parameters<typeof t.test>[1]>[0];
 
-/** The rejection of `p`; fails the test when `p` resolves. */
-async function rejectionOf(t: Test, p: Promise<unknown>): Promise<any> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  t.fail('the call was expected to fail');
-  return undefined;
-}
 
 /** A well-formed key that no gateway issued. */
 function unknownKey(): string {

@@ -1,4 +1,4 @@
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isSea } from 'node:sea';
@@ -8,6 +8,7 @@ import type { Config } from '../config/types.js';
 import { createGateway } from '../server.js';
 import { log } from '../log.js';
 import { stdoutAccessLog } from '../observe/access-log.js';
+import { CredentialRefusals } from '../observe/credential-refusals.js';
 import { answerClusterMetricRequests, clusterMetrics, Metrics } from '../observe/metrics.js';
 import { offlineProviders, pointedAtMock, MOCK_PROVIDER_ENV } from '../mock/offline.js';
 import { configFrom, parse, storePlanFrom, UsageError, wholeNumber } from './common.js';
@@ -81,7 +82,8 @@ export async function serveCommand(args: string[]): Promise<void> {
   const metrics = new Metrics();
   answerClusterMetricRequests(metrics);
   const accessLog = config.log.access ? stdoutAccessLog() : null;
-  const gateway = createGateway(config, store, { metrics, accessLog, env: providers.env, mock: providers.mock });
+  const credentialRefusals = cluster.isWorker ? workerCredentialRefusals() : new CredentialRefusals();
+  const gateway = createGateway(config, store, { metrics, accessLog, credentialRefusals, env: providers.env, mock: providers.mock });
   await listen(gateway.server, port, host);
   const url = urlOf(gateway.server);
   if (cluster.isWorker) process.send?.({ listening: url });
@@ -90,9 +92,9 @@ export async function serveCommand(args: string[]): Promise<void> {
   let adminServer: Server | null = null;
   let sweeper: RetentionSweeper | null = null;
   if (cluster.isPrimary) {
-    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
+    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
     adminServer = await openAdmin(admin, providers, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
-    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays });
+    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
     sweeper.start();
   }
 
@@ -156,6 +158,54 @@ function exitStopped(code: number, signalledAt: number, drainedAt: number): neve
   process.exit(code);
 }
 
+/** Messages between a cluster's workers and its primary about providers refusing the gateway's credential. */
+interface CredentialRefusalMessage {
+  /** worker → primary: the providers this worker sees refusing (on every change). */
+  credentialRefused?: readonly string[];
+  /** primary → workers: the providers any worker sees refusing. */
+  credentialRefusedInCluster?: readonly string[];
+}
+
+/** A worker's refusals, told to its primary, and the cluster's, told back (for /readyz). */
+function workerCredentialRefusals(): CredentialRefusals {
+  const refusals = new CredentialRefusals(Date.now, (providers) => process.send?.({ credentialRefused: providers } satisfies CredentialRefusalMessage));
+  process.on('message', (message: CredentialRefusalMessage | null) => {
+    if (Array.isArray(message?.credentialRefusedInCluster)) refusals.seenElsewhere(message.credentialRefusedInCluster);
+  });
+  return refusals;
+}
+
+/**
+ * The primary's view of its workers' refusals: what each last said, until it exits; every
+ * change is told to every worker, so that /readyz says the same whichever worker answers it.
+ */
+class ClusterCredentialRefusals {
+  private readonly byWorker = new Map<number, readonly string[]>();
+
+  heard(worker: Worker, message: (CredentialRefusalMessage & { listening?: string }) | null): void {
+    // A worker that starts (or replaces one) is told what the others see at once.
+    if (message?.listening !== undefined && this.byWorker.size !== 0) worker.send({ credentialRefusedInCluster: this.providers() } satisfies CredentialRefusalMessage);
+    if (!Array.isArray(message?.credentialRefused)) return;
+    this.byWorker.set(worker.id, message.credentialRefused);
+    this.tell();
+  }
+
+  exited(workerId: number): void {
+    if (this.byWorker.delete(workerId)) this.tell();
+  }
+
+  providers(): string[] {
+    return [...new Set([...this.byWorker.values()].flat())].sort();
+  }
+
+  private tell(): void {
+    const message: CredentialRefusalMessage = { credentialRefusedInCluster: this.providers() };
+    for (const worker of Object.values(cluster.workers ?? {})) {
+      if (worker?.isConnected()) worker.send(message);
+    }
+  }
+}
+
 /** Providers whose credential variable is unset: named once at start-up; their models answer model_not_available. */
 function warnUnusableProviders(config: Config): void {
   for (const provider of config.providers.values()) {
@@ -216,23 +266,26 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
     let adminServer: Server | null = null;
     let sweeper: RetentionSweeper | null = null;
     const metrics = clusterMetrics();
+    const credentialRefusals = new ClusterCredentialRefusals();
     // A worker of the single binary (a Node.js SEA) is started as `EXECUTABLE EXEC ARGS…` but sees
     // the executable's path once more before EXEC, so EXEC must be the first argument itself.
     if (isSea()) cluster.setupPrimary({ exec: process.argv[2]!, args: process.argv.slice(3) });
     for (let i = 0; i < workers; i++) cluster.fork(workerEnv);
-    cluster.on('message', (_worker, message: { listening?: string }) => {
+    cluster.on('message', (worker, message: { listening?: string } & CredentialRefusalMessage) => {
+      credentialRefusals.heard(worker, message);
       if (message?.listening && ++listening === workers && !announced) {
         announced = true;
         process.stdout.write(listeningLine(message.listening, plan, workers, providers.mock));
         openStore(plan, config.storage).then((s) => {
           store = s;
           if (stopping) return;
-          sweeper = new RetentionSweeper(s, { retentionDays: config.storage.retentionDays });
+          sweeper = new RetentionSweeper(s, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
           sweeper.start();
           const readiness: Readiness = {
             draining: () => stopping,
             storeAnswers: () => s.answers(),
             notReady: () => (Object.keys(cluster.workers ?? {}).length === 0 ? 'no_workers' : null),
+            credentialRefused: () => credentialRefusals.providers(),
           };
           return openAdmin(admin, providers, s, metrics, readiness).then((server) => {
             adminServer = server;
@@ -265,6 +318,7 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
       stop();
     };
     cluster.on('exit', (worker, code, signal) => {
+      credentialRefusals.exited(worker.id);
       if (stopping) return exitWhenAllGone();
       log('error', 'worker_exited', { pid: worker.process.pid, code, signal });
       // A worker that cannot start (port taken, data directory unusable) would fail again.

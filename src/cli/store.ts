@@ -7,8 +7,9 @@ import { STORE_USAGE } from './usage-text.js';
 /**
  * `tollgate store migrate --to URL [--force]`: the LMDB store of --data (or TOLLGATE_DATA_DIR,
  * or the config's dataDir) copied into Redis, then read back and compared: the number of keys,
- * accounts, usage records and calls in flight per key, day totals, model switches and audit
- * entries, and every account's balance, budget, use and holds. Exit 0 when all match, 1 when
+ * accounts, usage records and calls in flight per key, day totals, model switches, audit
+ * entries and owner records of stored responses (each with what is left of the config's
+ * storage.responseRetentionDays as its TTL), and every account's balance, budget, use and holds. Exit 0 when all match, 1 when
  * anything differs (each difference on stderr), 2 on bad usage or a non-empty target.
  */
 export async function storeCommand(sub: string | undefined, args: string[]): Promise<void> {
@@ -36,9 +37,11 @@ export async function storeCommand(sub: string | undefined, args: string[]): Pro
       await target.clear();
     }
     const dump = source.dump();
-    const renamed = await target.load(dump);
+    const { renamed, responses } = await target.load(dump, config.storage.responseRetentionDays);
     const problems = await verify(dump, target, renamed);
-    const counts = `${dump.keys.length} keys, ${dump.accounts.length} accounts, ${dump.calls.length} calls in flight, ${dump.usage.length} usage records, ${dump.daily.length} day totals, ${dump.switches.length} model switches, ${dump.audit.length} audit entries`;
+    if ((await target.responseCount()) !== responses) problems.push(`owner records of stored responses differ in number (${responses} copied)`);
+    const expired = dump.responses.length - responses;
+    const counts = `${dump.keys.length} keys, ${dump.accounts.length} accounts, ${dump.calls.length} calls in flight, ${dump.usage.length} usage records, ${dump.daily.length} day totals, ${dump.switches.length} model switches, ${dump.audit.length} audit entries, ${responses} response owners${expired > 0 ? ` (${expired} past storage.responseRetentionDays left behind)` : ''}`;
     if (problems.length > 0) {
       for (const p of problems) process.stderr.write(`tollgate: after copying: ${p}\n`);
       throw new Error(`the copy does not match the source (${problems.length} differences)`);

@@ -26,7 +26,8 @@ export const AUDIT_USAGE = `tollgate audit [--key KEY-REF] [--json]
 Every issuer change (keys, models), oldest first: when, what, which key, by whom.`;
 
 export const STORE_USAGE = `tollgate store migrate --to redis://[user:password@]host:port[/db] [--force]
-Copies keys, accounts, holds, usage records, daily totals, model switches and the audit trail
+Copies keys, accounts, holds, usage records, daily totals, model switches, the audit trail and
+the owners of stored responses (expiring after what is left of storage.responseRetentionDays)
 from the LMDB store (--data DIR) into Redis, then checks counts and balances. Refuses a target
 that holds tollgate data already unless --force (which replaces it). Stop \`serve\` first.`;
 

@@ -60,6 +60,8 @@ export interface RawLimits {
   maxJsonDepth?: number;
   /** Largest request head (request line and headers), in bytes. */
   maxHeaderBytes?: number;
+  /** Most header fields a request may carry (more: 431 headers_too_large). */
+  maxHeaderCount?: number;
   /** From a request's first byte until its headers are complete. */
   clientHeadersTimeoutMs?: number;
   /** From a request's first byte until its whole body has arrived. */
@@ -77,6 +79,12 @@ export interface RawStorage {
   fsyncIntervalMs?: number;
   /** Usage records older than this many days are deleted (daily totals are kept). */
   retentionDays?: number;
+  /**
+   * How long the gateway remembers which account made a response (Responses' stored
+   * responses): after this many days, `previous_response_id` and GET /responses/{id} no longer
+   * reach it.
+   */
+  responseRetentionDays?: number;
 }
 
 /** The operators' listener (interface.md, "The admin listener"). */
@@ -156,6 +164,7 @@ export interface Limits {
   clientStallMs: number;
   maxJsonDepth: number;
   maxHeaderBytes: number;
+  maxHeaderCount: number;
   clientHeadersTimeoutMs: number;
   clientRequestTimeoutMs: number;
   maxConnections: number;
@@ -171,7 +180,7 @@ export interface Config {
   catalogProvider: { openai: Provider; anthropic: Provider };
   models: ReadonlyMap<string, Model>;
   limits: Limits;
-  storage: { backend: 'lmdb' | 'redis'; redisUrl: string | null; fsync: 'interval' | 'commit'; fsyncIntervalMs: number; retentionDays: number };
+  storage: { backend: 'lmdb' | 'redis'; redisUrl: string | null; fsync: 'interval' | 'commit'; fsyncIntervalMs: number; retentionDays: number; responseRetentionDays: number };
   /** `portGiven`: the file set admin.port, which opens the listener even without a token. */
   admin: { host: string; port: number; tokenEnv: string; portGiven: boolean };
   log: { access: boolean };

@@ -1,3 +1,4 @@
+import type { RequestFacts } from './model.js';
 import { capturedString, holdsAny, isObject, parseObject, type FormatAdapter } from './types.js';
 
 const DELTA = /"delta"\s*:\s*"((?:[^"\\]|\\.)*)"/;
@@ -26,6 +27,7 @@ export const responses: FormatAdapter = {
   },
   tierField: 'service_tier',
   toolItems: { web_search_call: 'web_search', file_search_call: 'file_search' },
+  previousResponseField: 'previous_response_id',
   levers: { tierField: 'service_tier', toolTypes: [['web_search', 'web_search'], ['file_search', 'file_search']] },
   onEvent(state, event) {
     // The event name is on the `event:` line; only the terminal events are parsed.
@@ -41,10 +43,13 @@ export const responses: FormatAdapter = {
         else if (response.usage !== undefined && response.usage !== null) state.problem ??= 'usage_malformed';
         if (typeof response.service_tier === 'string') state.serviceTier = response.service_tier;
         state.toolCalls = countToolItems(response.output, responses.toolItems!);
+        state.responseId = madeId(response);
         break;
       }
       case 'response.failed':
         state.failure = 'upstream_response_failed';
+        // A failed response is stored too (its owner may read it): parsed, as failures are rare.
+        state.responseId = madeId(parseObject(event.data)?.response);
         break;
       case 'error':
         state.failure = 'upstream_stream_error';
@@ -54,6 +59,43 @@ export const responses: FormatAdapter = {
   mayCarryUsage: (events) => holdsAny(events, MARKERS),
   deltaText: (event) => (event.event !== undefined && event.event.endsWith('.delta') ? capturedString(event.data, DELTA) : undefined),
 };
+
+/**
+ * What a response id can be (OpenAI's are `resp_` and hex): anything else is never recorded,
+ * looked up or put into a provider's URL (no `%`, `.`, `/` or `?` can pass).
+ */
+const MAX_RESPONSE_ID = 128;
+const RESPONSE_ID = new RegExp(`^[A-Za-z0-9_-]{1,${MAX_RESPONSE_ID}}$`);
+
+export function isResponseId(id: string): boolean {
+  return RESPONSE_ID.test(id);
+}
+
+/** The longest a member's value can be and still decode to a response id: every character a \u escape, and the quotes. */
+const LONGEST_ID_VALUE = 6 * MAX_RESPONSE_ID + 2;
+
+/**
+ * The stored responses a call continues (FormatAdapter.previousResponseField): every string
+ * value of top-level member `field`, since a body may name it more than once and another
+ * parser may keep the first duplicate where JSON.parse keeps the last. A value that cannot be
+ * a response id is '' (made by nobody: the call is refused). Null when the body names none. A
+ * value that is not a string names no response: it goes to the provider as sent, which refuses it.
+ */
+export function continuedResponses(facts: RequestFacts, field: string): string[] | null {
+  let ids: string[] | null = null;
+  for (const span of facts.spans(field)) {
+    if (facts.raw.slice(span.valueStart, span.valueStart + 1)[0] !== 0x22 /* " */) continue;
+    const id = span.valueEnd - span.valueStart > LONGEST_ID_VALUE ? '' : JSON.parse(facts.raw.text(span.valueStart, span.valueEnd)) as string;
+    (ids ??= []).push(isResponseId(id) ? id : '');
+  }
+  return ids;
+}
+
+/** The id of a response object (a terminal event's `response`), when it is one a response can have. */
+function madeId(response: unknown): string | null {
+  const id = isObject(response) ? response.id : undefined;
+  return typeof id === 'string' && isResponseId(id) ? id : null;
+}
 
 /** Calls of fee-bearing tools among a response's output items, by fee name. */
 function countToolItems(output: unknown, items: Readonly<Record<string, string>>): Record<string, number> {

@@ -56,6 +56,8 @@ export interface StreamState {
   toolCalls: Record<string, number> | null;
   /** Set when the provider reported an error inside the stream: the marker for the usage record. */
   failure: string | null;
+  /** The id of the stored response the stream made, from its terminal event (Responses); null before or without one. */
+  responseId: string | null;
 }
 
 /**
@@ -82,6 +84,13 @@ export interface FormatAdapter {
   tierField?: string;
   /** Output item types that are calls of fee-bearing server tools, by fee name (Responses). */
   toolItems?: Readonly<Record<string, string>>;
+  /**
+   * For formats whose provider stores the responses it makes (Responses): the request field
+   * naming a stored response that a call continues. Their answers carry their own response's
+   * id (a plain answer's top-level `id`; a stream's terminal event's `response.id`), which the
+   * usage tap reads (`UsageTap.responseId`) so that the response is recorded as the account's.
+   */
+  previousResponseField?: string;
   /** Request fields that change what the provider charges (see levers.ts). */
   levers: LeverSpec;
   /** Reads one server-sent event; parses JSON only for the events that carry usage or errors. */

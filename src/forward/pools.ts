@@ -1,12 +1,17 @@
 import { Pool } from 'undici';
 import type { Config, Provider } from '../config/types.js';
 
+/** The name of a provider's one credential (`apiKeyEnv`), as owner records and logs name it. */
+const DEFAULT_CREDENTIAL = 'default';
+
 /** Everything needed to call one provider, built once at start-up. */
 export interface Upstream {
   provider: Provider;
   pool: Pool;
   /** The provider's own credential header, from the environment variable the config names. */
   credential: readonly [string, string];
+  /** That credential's name (never its value). */
+  credentialName: string;
   /** False when the provider's credential variable is unset or empty: it is never called then. */
   usable: boolean;
   /** Headers the provider requires when the client did not send them. */
@@ -31,6 +36,7 @@ export function buildUpstreams(config: Config, env: NodeJS.ProcessEnv = process.
         connect: { timeout: 10_000 },
       }),
       usable: secret.length > 0,
+      credentialName: DEFAULT_CREDENTIAL,
       credential: provider.auth === 'bearer' ? ['authorization', `Bearer ${secret}`] : ['x-api-key', secret],
       // Anthropic refuses a Messages call without a version; SDKs send one, curl users may not.
       defaults: provider.auth === 'x-api-key' ? [['anthropic-version', '2023-06-01']] : [],

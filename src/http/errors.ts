@@ -8,9 +8,14 @@ import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
  * (per-key concurrency, interface.md), `store_unavailable` (the store failed: fail closed),
  * `internal_error` (a fault inside the gateway: a 500 of its own, so that a bug is never
  * reported as the provider's `upstream_unavailable`), `unpriced_option` (a request using a
- * priced option the model's price cannot price), and for requests Node's HTTP parser refuses
- * before any route is known: `malformed_request`, `headers_too_large`, `request_timeout` (see
- * http/client-error.ts).
+ * priced option the model's price cannot price), `previous_response_not_found` and
+ * `response_not_found` (a stored response of another account, or of none: the same answer either
+ * way), and for requests refused before any route is known, by Node's HTTP parser or by the
+ * gateway's own checks of the head: `malformed_request`, `headers_too_large`, `request_timeout`
+ * (see http/client-error.ts, http/request-head.ts).
+ *
+ * Each entry: status, type, message, and the request member the error is about (`param`) where
+ * there is one; `param` is null otherwise.
  */
 export const GATEWAY_ERRORS = {
   missing_api_key: [401, 'invalid_request_error', 'No API key was provided. Send it as "Authorization: Bearer <key>" or in the "x-api-key" header.'],
@@ -31,19 +36,28 @@ export const GATEWAY_ERRORS = {
   internal_error: [500, 'api_error', 'The gateway failed while handling this request. Nothing was billed; quote the x-request-id when reporting it.'],
   unpriced_option: [400, 'invalid_request_error', 'This request uses an option that changes what the provider charges, and this gateway has no price for it on this model. Leave the option out, or ask the gateway\'s operator to price it.'],
   malformed_request: [400, 'invalid_request_error', 'The request is not valid HTTP/1.1 (bad request line, header or body framing). A key pasted with a line break is a common cause.'],
-  headers_too_large: [431, 'invalid_request_error', 'The request headers are larger than this gateway accepts.'],
+  headers_too_large: [431, 'invalid_request_error', 'The request headers are larger, or more numerous, than this gateway accepts.'],
   request_timeout: [408, 'invalid_request_error', 'The request did not arrive in time.'],
+  previous_response_not_found: [400, 'invalid_request_error', 'previous_response_id does not name a response made with this API key (or another key of its account) through this gateway, or that response is older than the gateway keeps it. Send the conversation in full instead.', 'previous_response_id'],
+  response_not_found: [404, 'invalid_request_error', 'No response with this id was made with this API key (or another key of its account) through this gateway.'],
 } as const;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
+
+/** One entry of GATEWAY_ERRORS: status, type, message and, for some, the member the error is about. */
+type ErrorEntry = readonly [status: number, type: string, message: string, param?: string];
+
+function entryOf(code: GatewayErrorCode): ErrorEntry {
+  return GATEWAY_ERRORS[code];
+}
 
 interface PreparedError { status: number; body: Buffer; headers: string[] }
 
 /** Bodies are built once at start-up: an error costs one write, no JSON.stringify. */
 const PREPARED = new Map<GatewayErrorCode, PreparedError>(
   (Object.keys(GATEWAY_ERRORS) as GatewayErrorCode[]).map((code) => {
-    const [status, type, message] = GATEWAY_ERRORS[code];
-    const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: null } }));
+    const [status, type, message, param] = entryOf(code);
+    const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: param ?? null } }));
     return [code, {
       status,
       body,
@@ -62,9 +76,9 @@ export function errorBody(code: GatewayErrorCode): Buffer {
  * for rare refusals whose message says which option of the request caused them).
  */
 export function sendErrorSaying(res: ServerResponse, code: GatewayErrorCode, requestId: string, message: string): void {
-  const [status, type] = GATEWAY_ERRORS[code];
+  const [status, type, , param] = entryOf(code);
   noteCode(res, code);
-  const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: null } }));
+  const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: param ?? null } }));
   res.writeHead(status, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS_RESPONSE_HEADERS], requestId));
   res.end(body);
 }
@@ -77,6 +91,17 @@ export function sendError(res: ServerResponse, code: GatewayErrorCode, requestId
     ? withRequestId(e.headers, requestId)
     : [...e.headers, 'x-request-id', requestId, 'retry-after', String(retryAfter)];
   res.writeHead(e.status, headers);
+  res.end(e.body);
+}
+
+/**
+ * One of the gateway's errors that a retry would meet again: `x-should-retry: false` tells both
+ * official SDKs not to retry it, whatever its status.
+ */
+export function sendErrorNotToRetry(res: ServerResponse, code: GatewayErrorCode, requestId: string): void {
+  const e = PREPARED.get(code)!;
+  noteCode(res, code);
+  res.writeHead(e.status, [...e.headers, 'x-request-id', requestId, 'x-should-retry', 'false']);
   res.end(e.body);
 }
 

@@ -1,32 +1,48 @@
 import type { Endpoint } from '../config/types.js';
 import type { KeyMode } from '../store/types.js';
 
-export type RouteKind = 'inference' | 'models' | 'usage-page' | 'usage-api' | 'healthz' | 'readyz';
+/** `stored-response`: GET|DELETE /responses/{id} and GET /responses/{id}/input_items. */
+export type RouteKind = 'inference' | 'models' | 'stored-response' | 'usage-page' | 'usage-api' | 'healthz' | 'readyz';
 
 export interface Route {
   kind: RouteKind;
-  method: 'GET' | 'POST';
-  /** The billing surface a key must belong to (inference and models routes). */
+  method: 'GET' | 'POST' | 'DELETE';
+  /** The billing surface a key must belong to (inference, models and stored-response routes). */
   surface: KeyMode | null;
   endpoint: Endpoint | null;
-  /** The path after the surface's base ("/chat/completions"), appended to the provider's base URL. */
+  /**
+   * The path after the surface's base ("/chat/completions"), appended to the provider's base
+   * URL; for a route with an `{id}` segment, what comes before the id ("/responses/").
+   */
   upstreamPath: string;
+  /**
+   * A route with an `{id}` segment: where the id starts in the client's path, and what follows
+   * it there and upstream ("" or "/input_items"). The id is `path.slice(at, path.length - tail.length)`.
+   */
+  id?: { at: number; tail: string };
 }
+
+/** The segment written `{id}` in a route's path: any one non-empty segment. */
+const PARAM = '{id}';
 
 interface TrieNode {
   children: Map<string, TrieNode>;
+  /** The child matching any segment its static children do not (a `{id}` segment), or null. */
+  param: TrieNode | null;
   /** Routes ending at this node, by method. */
   routes: Map<string, Route>;
 }
 
 function node(): TrieNode {
-  return { children: new Map(), routes: new Map() };
+  return { children: new Map(), param: null, routes: new Map() };
 }
 
 /**
  * A path trie, built and checked once at start-up; `find()` only walks it (find-my-way's split:
  * validation in `on()`, a tight loop in `find()`). Segments are compared whole, so `/v1/` or
- * `/v1//models` never resolve. The query string must be stripped by the caller.
+ * `/v1//models` never resolve. A `{id}` segment matches any one non-empty segment that no
+ * static segment beside it names; it costs a static route nothing (it is tried only when the
+ * static lookup missed). The query string must be stripped by the caller.
  */
 export class RouteTrie {
   private readonly root = node();
@@ -35,6 +51,11 @@ export class RouteTrie {
     if (!path.startsWith('/') || path.endsWith('/') || path.includes('//')) throw new Error(`bad route path ${path}`);
     let at = this.root;
     for (const segment of path.slice(1).split('/')) {
+      if (segment === PARAM) {
+        at = at.param ??= node();
+        continue;
+      }
+      if (segment.includes('{')) throw new Error(`bad route path ${path}`);
       let next = at.children.get(segment);
       if (!next) at.children.set(segment, (next = node()));
       at = next;
@@ -49,11 +70,11 @@ export class RouteTrie {
     let start = 1;
     while (at !== undefined) {
       const slash = path.indexOf('/', start);
-      if (slash === -1) {
-        at = at.children.get(path.slice(start));
-        return at?.routes.get(method);
-      }
-      at = at.children.get(path.slice(start, slash));
+      const end = slash === -1 ? path.length : slash;
+      const param: TrieNode | null = at.param;
+      at = at.children.get(path.slice(start, end));
+      if (at === undefined && param !== null && end > start) at = param;
+      if (slash === -1) return at?.routes.get(method);
       start = slash + 1;
     }
     return undefined;
@@ -77,6 +98,11 @@ export function buildRoutes(): RouteTrie {
       trie.add(base + path, { kind: 'inference', method: 'POST', surface, endpoint, upstreamPath: path });
     }
     trie.add(`${base}/models`, { kind: 'models', method: 'GET', surface, endpoint: null, upstreamPath: '/models' });
+    // A stored response, for the account that made it (server.ts storedResponse).
+    const at = `${base}/responses/`.length;
+    for (const [method, tail] of [['GET', ''], ['DELETE', ''], ['GET', '/input_items']] as const) {
+      trie.add(`${base}/responses/${PARAM}${tail}`, { kind: 'stored-response', method, surface, endpoint: null, upstreamPath: '/responses/', id: { at, tail } });
+    }
   }
   trie.add('/usage', { kind: 'usage-page', method: 'GET', surface: null, endpoint: null, upstreamPath: '' });
   trie.add('/usage/api', { kind: 'usage-api', method: 'GET', surface: null, endpoint: null, upstreamPath: '' });

@@ -45,6 +45,7 @@ export function holdFor(format: FormatAdapter, model: Model, mode: KeyMode, body
     enabledByDefault: model.enabledByDefault,
     stream,
     at,
+    previousResponses: null,
   };
 }
 

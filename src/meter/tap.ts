@@ -1,6 +1,8 @@
 import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { NO_LEVERS, type RequestLevers } from '../formats/levers.js';
+import { isResponseId } from '../formats/responses.js';
+import { TopLevelScanner } from '../formats/top-level-scanner.js';
 import type { FormatAdapter, StreamState, Usage } from '../formats/types.js';
 import { readUsage, type Reading } from '../formats/usage-read.js';
 
@@ -34,7 +36,7 @@ const NONE: Buffer[] = [];
  * every format puts `usage` after the content.
  */
 export class UsageTap {
-  private readonly state: StreamState = { usage: undefined, problem: null, serviceTier: null, toolCalls: null, failure: null };
+  private readonly state: StreamState = { usage: undefined, problem: null, serviceTier: null, toolCalls: null, failure: null, responseId: null };
   private result: Reading | undefined;
   private readonly parser: EventSourceParser | null;
   /** Set once a CR is seen: from then on every byte goes through the decoder and the parser. */
@@ -48,6 +50,8 @@ export class UsageTap {
   private chunks: Buffer[] = [];
   private kept = 0;
   private truncated = false;
+  /** A plain answer's response id (see responseId), read when the body ended. */
+  private plainResponseId: string | null = null;
   /** Bytes of response body seen. */
   bytesSeen = 0;
 
@@ -216,8 +220,20 @@ export class UsageTap {
       const format = this.format;
       if (format.tierField !== undefined) state.serviceTier = lastStringField(text, format.tierField);
       if (format.toolItems !== undefined) state.toolCalls = countTypes(text, format.toolItems);
+      if (format.previousResponseField !== undefined && !this.truncated) this.plainResponseId = answerId(this.chunks);
     }
     this.result = this.read();
+  }
+
+  /**
+   * The id of the stored response this answer made, for formats whose provider stores them
+   * (FormatAdapter.previousResponseField), read from the answer's own structure: a stream's
+   * terminal event, a plain answer's top-level `id` (never a text search, which a client's
+   * words echoed inside the answer could fool). Null when the answer carries none that can be a
+   * response id, and for a plain answer too large to keep whole.
+   */
+  get responseId(): string | null {
+    return this.stream ? this.state.responseId : this.plainResponseId;
   }
 
   /** The usage as read, with the first reason it is not complete and unambiguous (null when it is). */
@@ -310,6 +326,62 @@ function countTypes(text: string, types: Readonly<Record<string, string>>): Reco
     calls[fee] = (calls[fee] ?? 0) + 1;
   }
   return calls;
+}
+
+/** Nesting an answer may have for answerId's scan (an echoed JSON schema can be deep). */
+const ANSWER_MAX_DEPTH = 256;
+const ID_KEY = Buffer.from('"id"');
+
+/**
+ * A plain answer's top-level `id`, when it is a string that can be a response id; else null.
+ * The answer's first member is looked at first (the provider writes `id` first: no scan);
+ * otherwise the request scanner's top-level walk finds it in one pass. Either way only the
+ * answer's own member is taken, never one nested inside it.
+ */
+function answerId(chunks: readonly Buffer[]): string | null {
+  const first = chunks[0];
+  if (first === undefined) return null;
+  const found = firstMemberId(first);
+  if (found !== undefined) return found;
+  const scanner = new TopLevelScanner(ANSWER_MAX_DEPTH);
+  for (const chunk of chunks) if (!scanner.write(chunk)) return null;
+  if (!scanner.end()) return null;
+  const body = Buffer.concat(chunks);
+  let id: string | null = null;
+  for (const m of scanner.members) {
+    const key = body.subarray(m.keyStart, m.keyEnd);
+    if (!key.equals(ID_KEY) && !(key.includes(0x5c) && JSON.parse(key.toString('utf8')) === 'id')) continue;
+    const value = body[m.valueStart] === 0x22 ? JSON.parse(body.toString('utf8', m.valueStart, m.valueEnd)) as string : null;
+    // The last, as JSON.parse keeps it.
+    id = value !== null && isResponseId(value) ? value : null;
+  }
+  return id;
+}
+
+/**
+ * The answer's first member when it is `id`: its value if it can be a response id, else null;
+ * undefined when the first member is another, or not in this chunk whole.
+ */
+function firstMemberId(b: Buffer): string | null | undefined {
+  let i = skipSpace(b, 0);
+  if (i < b.length && b[i] !== 0x7b /* { */) return null; // not an object: no id
+  i = skipSpace(b, i + 1);
+  for (let k = 0; k < ID_KEY.length; k++) if (b[i + k] !== ID_KEY[k]) return undefined;
+  i = skipSpace(b, i + ID_KEY.length);
+  if (b[i] !== 0x3a /* : */) return undefined;
+  i = skipSpace(b, i + 1);
+  if (i >= b.length) return undefined;
+  if (b[i] !== 0x22) return null; // not a string
+  const end = b.indexOf(0x22, i + 1);
+  if (end === -1) return undefined; // not in this chunk whole
+  if (b.subarray(i + 1, end).includes(0x5c)) return undefined; // written with an escape: the scan decodes it
+  const id = b.toString('latin1', i + 1, end);
+  return isResponseId(id) ? id : null;
+}
+
+function skipSpace(b: Buffer, i: number): number {
+  while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
+  return i;
 }
 
 /** Index just past the object that opens at `start` (strings skipped), or the text's length. */

@@ -6,6 +6,9 @@
  *   POST /v1/responses         (OpenAI Responses)
  *   POST /v1/messages          (Anthropic Messages)
  *   GET  /v1/models            (OpenAI- or Anthropic-shaped list)
+ *   GET|DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items
+ *                              (the responses it made, as OpenAI stores them; a
+ *                              `previous_response_id` it never made is refused as OpenAI does)
  *
  * Behaviour is steered per request by an optional top-level body field
  * `"mock"` (see MockSwitches below). Built for tests, the offline demo and
@@ -56,6 +59,14 @@ export interface MockProvider {
    * whether or not they were released since: a test waits on this instead of sleeping.
    */
   waitHeld(tag: string, count?: number): Promise<void>;
+  /**
+   * From now on, every request presenting this credential (`Authorization: Bearer …` or
+   * `x-api-key`) is refused with `status` (default 401, as the provider refuses a revoked key:
+   * see `refusedCredentialBody`; 403, as it refuses a key without access to what it asks for),
+   * until `acceptCredential(credential)`.
+   */
+  refuseCredential(credential: string, status?: 401 | 403): void;
+  acceptCredential(credential: string): void;
   /** closes the server and destroys open sockets */
   close(): Promise<void>;
 }
@@ -582,6 +593,16 @@ function statusErrorBody(flavor: Flavor, status: number): string {
   return b;
 }
 
+/** OpenAI's answer to a `previous_response_id` it does not have (400). */
+function previousNotFound(id: string): string {
+  return JSON.stringify({ error: { message: `Previous response with id '${id}' not found.`, type: 'invalid_request_error', param: 'previous_response_id', code: 'previous_response_not_found' } });
+}
+
+/** OpenAI's answer to GET or DELETE of a response it does not have (404). */
+function responseNotFound(id: string): string {
+  return openaiError(`Response with id '${id}' not found.`, 'invalid_request_error', null);
+}
+
 const BAD_JSON_OPENAI = openaiError(
   "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)",
   'invalid_request_error',
@@ -596,25 +617,77 @@ const MSG_STREAM_ERROR = 'event: error\ndata: ' + anthropicError('overloaded_err
 // ---------------------------------------------------------------------------
 // Models
 
+/**
+ * OpenAI's list holds what the account can see: the catalogue's models, models the gateway does
+ * not serve, and fine-tunes, owned by the organisation that made them (the gateway's operator's,
+ * and on a shared account other customers').
+ */
 const OPENAI_MODELS = JSON.stringify({
   object: 'list',
   data: [
     { id: 'gpt-4o-mini', object: 'model', created: 1721172741, owned_by: 'system' },
     { id: 'gpt-4o', object: 'model', created: 1715367049, owned_by: 'system' },
     { id: 'gpt-4.1', object: 'model', created: 1744316542, owned_by: 'system' },
+    { id: 'ft:gpt-4o-mini:org-xyz::abc', object: 'model', created: 1730000000, owned_by: 'org-xyz' },
+    { id: 'ft:gpt-4o-mini-2024-07-18:acme-corp::k3Yq9v', object: 'model', created: 1731000000, owned_by: 'user-acme0123' },
+    { id: 'text-embedding-3-small', object: 'model', created: 1705948997, owned_by: 'system' },
     { id: 'claude-sonnet-4-5', object: 'model', created: 1759104000, owned_by: 'system' },
     { id: 'claude-haiku-4-5', object: 'model', created: 1760486400, owned_by: 'system' },
   ],
 });
-const ANTHROPIC_MODELS = JSON.stringify({
-  data: [
-    { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' },
-    { type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-15T00:00:00Z' },
-  ],
-  has_more: false,
-  first_id: 'claude-sonnet-4-5',
-  last_id: 'claude-haiku-4-5',
-});
+
+/**
+ * Anthropic's list, longer than its default page (20): `claude-haiku-4-5` comes after 22 models
+ * the gateway does not serve, on the second page of a client that does not ask for more.
+ */
+const ANTHROPIC_MODEL_LIST: ReadonlyArray<Record<string, string>> = [
+  { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' },
+  ...Array.from({ length: 22 }, (_, i) => ({
+    type: 'model', id: `claude-legacy-${String(22 - i).padStart(2, '0')}-20240101`, display_name: `Claude Legacy ${22 - i}`, created_at: `2024-01-${String(23 - i).padStart(2, '0')}T00:00:00Z`,
+  })),
+  { type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-15T00:00:00Z' },
+];
+
+/**
+ * One page of Anthropic's list as GET /v1/models answers it: `limit` (default 20, 1 to 1000),
+ * `after_id` / `before_id` cursors; null for a `limit` Anthropic refuses.
+ */
+function anthropicModelPage(query: string): string | null {
+  const params = new URLSearchParams(query);
+  const limitText = params.get('limit');
+  const limit = limitText === null ? 20 : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) return null;
+  const after = params.get('after_id');
+  const before = params.get('before_id');
+  const at = (id: string): number => ANTHROPIC_MODEL_LIST.findIndex((m) => m.id === id);
+  let from = after === null ? 0 : at(after) + 1;
+  let to = before === null ? ANTHROPIC_MODEL_LIST.length : Math.max(0, at(before));
+  if (before !== null && after === null) from = Math.max(0, to - limit);
+  else to = Math.min(to, from + limit);
+  const data = ANTHROPIC_MODEL_LIST.slice(from, to);
+  const hasMore = before !== null && after === null ? from > 0 : to < ANTHROPIC_MODEL_LIST.length;
+  return JSON.stringify({ data, has_more: hasMore, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+}
+
+/**
+ * A provider's 401 for a credential it refuses, as each sends it: OpenAI names the key it got,
+ * masked to its first 7 and last 4 characters; Anthropic does not.
+ */
+function refusedCredentialBody(flavor: Flavor, credential: string): string {
+  if (flavor === 1) return anthropicError('authentication_error', 'invalid x-api-key');
+  return openaiError(
+    `Incorrect API key provided: ${credential.slice(0, 7)}****${credential.slice(-4)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+    'invalid_request_error',
+    'invalid_api_key',
+  );
+}
+
+/** The credential a request presents, and how: x-api-key is Anthropic's way. */
+function presentedCredential(h: http.IncomingHttpHeaders): { credential: string; flavor: Flavor } {
+  const bearer = typeof h.authorization === 'string' && h.authorization.startsWith('Bearer ') ? h.authorization.slice(7) : undefined;
+  if (bearer !== undefined) return { credential: bearer, flavor: h['anthropic-version'] !== undefined ? 1 : 0 };
+  return { credential: typeof h['x-api-key'] === 'string' ? h['x-api-key'] : '', flavor: 1 };
+}
 
 // ---------------------------------------------------------------------------
 // Streams: generators of SSE text, with a CUT marker for abrupt termination and a HOLD marker
@@ -866,6 +939,40 @@ async function pump(res: ServerResponse, it: Iterator<Item>, delayMs: number, ho
 }
 
 // ---------------------------------------------------------------------------
+// Stored responses (Responses API)
+
+/** A response the mock made: enough to answer GET /v1/responses/{id} and its input items. */
+interface StoredResponse {
+  n: string;
+  created: string;
+  model: string;
+  sw: Sw;
+  input: unknown;
+}
+
+/** Responses remembered at most (the oldest is forgotten first): the mock also serves benchmarks. */
+const MAX_STORED_RESPONSES = 100_000;
+
+/** The input items of a stored response, as OpenAI lists them (a string input is one user message). */
+function inputItems(r: StoredResponse): Record<string, unknown>[] {
+  const text = (t: string): unknown[] => [{ type: 'input_text', text: t }];
+  if (typeof r.input === 'string') return [{ id: 'msg_mock' + r.n + '_in0', type: 'message', role: 'user', status: 'completed', content: text(r.input) }];
+  if (!Array.isArray(r.input)) return [];
+  return r.input.map((item: unknown, i) => {
+    const o = item !== null && typeof item === 'object' ? (item as Record<string, unknown>) : {};
+    const content = typeof o.content === 'string' ? text(o.content) : o.content;
+    return { id: 'msg_mock' + r.n + '_in' + i, type: 'message', status: 'completed', ...o, ...(content === undefined ? {} : { content }) };
+  });
+}
+
+/** GET /v1/responses/{id}/input_items: OpenAI's list (newest first unless `order=asc`), all on one page. */
+function inputItemList(r: StoredResponse, query: string): string {
+  const items = inputItems(r);
+  if (!/[?&]order=asc(&|$)/.test(query)) items.reverse();
+  return JSON.stringify({ object: 'list', data: items, first_id: items[0]?.id ?? null, last_id: items.at(-1)?.id ?? null, has_more: false });
+}
+
+// ---------------------------------------------------------------------------
 // Server
 
 function nowSec(): number {
@@ -879,6 +986,8 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
   let paused = false;
   let waiting: Array<() => void> = [];
   let counter = 0;
+  /** Credentials refused, with the status they are refused with (`refuseCredential`). */
+  const refused = new Map<string, 401 | 403>();
 
   // Held answers, by tag: how many reached their hold, who waits for that, and who is held.
   interface HoldTag { reached: number; waiters: Array<{ count: number; resolve: () => void }>; held: Set<() => void> }
@@ -905,6 +1014,28 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     });
   };
   const noHold: HoldWait = () => Promise.resolve();
+  /** The responses made, by id (`resp_mock` + the request's number). */
+  const stored = new Map<string, StoredResponse>();
+  const remember = (n: number, model: string, sw: Sw, input: unknown): void => {
+    if (stored.size >= MAX_STORED_RESPONSES) stored.delete(stored.keys().next().value!);
+    stored.set('resp_mock' + n, { n: '' + n, created: '' + nowSec(), model, sw, input });
+  };
+  /** GET|DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items; false for any other path there. */
+  const storedResponse = (res: ServerResponse, method: string, rest: string, query: string, rid: string): boolean => {
+    const slash = rest.indexOf('/');
+    const id = slash === -1 ? rest : rest.slice(0, slash);
+    const sub = slash === -1 ? '' : rest.slice(slash);
+    if (id === '' || !(sub === '' || (sub === '/input_items' && method === 'GET'))) return false;
+    const r = stored.get(id);
+    if (r === undefined) sendJson(res, 404, 0, rid, responseNotFound(id));
+    else if (sub !== '') sendJson(res, 200, 0, rid, inputItemList(r, query));
+    else if (method === 'GET') sendJson(res, 200, 0, rid, respPlainBody(r.n, r.created, r.model, fullText(r.sw.chunks), r.sw));
+    else {
+      stored.delete(id);
+      sendJson(res, 200, 0, rid, JSON.stringify({ id, object: 'response', deleted: true }));
+    }
+    return true;
+  };
   let lastModel: unknown;
   let lastModelJson = '';
   let lastModelBytes = 0;
@@ -966,7 +1097,8 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       return;
     }
     if (sw.status !== 0) {
-      sendJson(res, sw.status, flavor, rid, statusErrorBody(flavor, sw.status));
+      const body = sw.status === 401 ? refusedCredentialBody(flavor, presentedCredential(res.req.headers).credential) : statusErrorBody(flavor, sw.status);
+      sendJson(res, sw.status, flavor, rid, body);
       return;
     }
     const model = body.model;
@@ -985,6 +1117,7 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       const tier = body.service_tier === 'auto' ? 'default' : body.service_tier;
       sw = { ...sw, tier, extraKey: sw.extraKey + '|' + tier };
     }
+    if (fmt === RESP) remember(n, modelJson, sw, body.input);
     if (body.stream !== true) {
       respondPlain(res, fmt, rid, n, modelJson, sw);
       return;
@@ -1006,6 +1139,12 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     const n = ++counter;
     const rid = 'req_mock_' + n;
     if (record) requests.push({ method: req.method ?? '', path: url, headers: req.headers, body: text });
+    if (refused.size !== 0) {
+      const { credential, flavor } = presentedCredential(req.headers);
+      const status = refused.get(credential);
+      if (status === 401) return sendJson(res, 401, flavor, rid, refusedCredentialBody(flavor, credential));
+      if (status !== undefined) return sendJson(res, status, flavor, rid, statusErrorBody(flavor, status));
+    }
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     const method = req.method;
@@ -1016,8 +1155,12 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     else if (method === 'GET' && path === '/v1/models') {
       const h = req.headers;
       const anthropic = h['anthropic-version'] !== undefined || (h['x-api-key'] !== undefined && h.authorization === undefined);
-      if (anthropic) sendJson(res, 200, 1, rid, ANTHROPIC_MODELS);
-      else sendJson(res, 200, 0, rid, OPENAI_MODELS);
+      if (!anthropic) return sendJson(res, 200, 0, rid, OPENAI_MODELS);
+      const page = anthropicModelPage(url.slice(path.length + 1));
+      if (page === null) sendJson(res, 400, 1, rid, anthropicError('invalid_request_error', 'limit: Input should be an integer from 1 to 1000'));
+      else sendJson(res, 200, 1, rid, page);
+      return;
+    } else if ((method === 'GET' || method === 'DELETE') && path.startsWith('/v1/responses/') && storedResponse(res, method, path.slice('/v1/responses/'.length), url.slice(path.length), rid)) {
       return;
     } else {
       sendJson(
@@ -1041,6 +1184,11 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       return;
     }
     const b = body as Record<string, unknown>;
+    // A conversation continued from a response this provider never made (or no longer has).
+    if (fmt === RESP && typeof b.previous_response_id === 'string' && !stored.has(b.previous_response_id)) {
+      sendJson(res, 400, 0, rid, previousNotFound(b.previous_response_id));
+      return;
+    }
     const sw = b.mock === undefined ? DEFAULT_SW : readSwitches(b.mock);
     // mock.requestId: answer with this x-request-id, as compatible upstreams and caches that
     // repeat one do.
@@ -1106,6 +1254,12 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     },
     get held(): number {
       return waiting.length;
+    },
+    refuseCredential(credential: string, status: 401 | 403 = 401): void {
+      refused.set(credential, status);
+    },
+    acceptCredential(credential: string): void {
+      refused.delete(credential);
     },
     waitHeld(tag: string, count = 1): Promise<void> {
       const h = holdTag(tag);

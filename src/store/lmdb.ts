@@ -7,10 +7,10 @@ import { log } from '../log.js';
 import { assertFixedLmdbBinding } from './binding.js';
 import { fundsRefusal, keyRefusal } from '../admit/admit.js';
 import type { GatewayErrorCode } from '../http/errors.js';
-import { accountToRow, keyToRow, rowToAccount, rowToKey, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type UsageRow } from './rows.js';
-import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldListener, NewKey } from './store.js';
+import { accountToRow, keyToRow, responseToRow, rowToAccount, rowToKey, rowToResponse, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type ResponseRow, type UsageRow } from './rows.js';
+import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldListener, MadeResponse, NewKey, ResponseCursor } from './store.js';
 import { PendingAudit } from './store.js';
-import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type UsageRecord } from './types.js';
+import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type ResponseOwner, type UsageRecord } from './types.js';
 
 const WINDOW_MS = 60_000;
 
@@ -56,7 +56,7 @@ export class Store implements GatewayStore {
   private admits: Array<[KeyRecord, string, number, AdmitListener]> = [];
   private holds: Array<[KeyRecord, string, Hold, HoldListener]> = [];
   private releases: Array<[KeyRecord, string]> = [];
-  private records: Array<[KeyRecord, UsageRecord, Charge, CommitListener, boolean]> = [];
+  private records: Array<[KeyRecord, UsageRecord, Charge, CommitListener, boolean, MadeResponse | null]> = [];
   private flushScheduled = false;
   /** This process's id as the owner of its calls in flight, once it serves (see serveCalls). */
   private owner: string | null = null;
@@ -89,6 +89,8 @@ export class Store implements GatewayStore {
     private readonly calls: Database<CallRow, [string, string]>,
     /** owner id → ProcessRow: the serving processes and their heartbeats */
     private readonly processes: Database<ProcessRow, string>,
+    /** [account id, response id] → ResponseRow: who made each stored response (deleted by the retention sweep) */
+    private readonly responses: Database<ResponseRow, [string, string]>,
   ) {
     this.fsync = options.fsync ?? 'commit';
     this.syncedCommits = options.fsync === undefined;
@@ -130,6 +132,7 @@ export class Store implements GatewayStore {
       root.openDB({ name: 'daily-by-model' }),
       root.openDB({ name: 'calls' }),
       root.openDB({ name: 'processes' }),
+      root.openDB({ name: 'responses' }),
     );
   }
 
@@ -281,6 +284,23 @@ export class Store implements GatewayStore {
     done(this.modelSwitches.get(id) ?? byDefault);
   }
 
+  responseOwner(account: string, id: string, done: (owner: ResponseOwner | undefined, failure: unknown) => void): void {
+    const row = this.responses.get([account, id]);
+    done(row === undefined ? undefined : rowToResponse(row), null);
+  }
+
+  /** Whether `account` made every one of these responses (each a read of the state as of this turn). */
+  private madeAll(account: string, ids: readonly string[]): boolean {
+    for (const id of ids) if (this.responses.get([account, id]) === undefined) return false;
+    return true;
+  }
+
+  readModelSwitches(done: (switches: ReadonlyMap<string, boolean> | null) => void): void {
+    const switches = new Map<string, boolean>();
+    for (const { key, value } of this.modelSwitches.getRange()) switches.set(key, value);
+    done(switches);
+  }
+
   /**
    * Step 7: counts one request in the key's fixed 60-second window (which starts with the
    * first request after the previous one ended) and, for a key with a concurrency limit, takes
@@ -309,6 +329,12 @@ export class Store implements GatewayStore {
       this.release(key, callId);
       return done('model_not_available');
     }
+    // The responses it continues, read now too: a foreign or unknown one is refused before the
+    // funds are checked again, and nothing is held.
+    if (hold.previousResponses !== null && !this.madeAll(key.account, hold.previousResponses)) {
+      this.release(key, callId);
+      return done('previous_response_not_found');
+    }
     this.holds.push([key, callId, hold, done]);
     this.schedule();
   }
@@ -333,10 +359,10 @@ export class Store implements GatewayStore {
    *
    * `settles: false` is for a record that is not a forwarded call's settlement (a call that
    * failed inside the gateway): it is stored whether or not the call has an entry in flight,
-   * and ends that entry if it has one.
+   * and ends that entry if it has one. `response`: its owner record goes in the same commit.
    */
-  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true): void {
-    this.records.push([key, usage, charge, listener, settles]);
+  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true, response: MadeResponse | null = null): void {
+    this.records.push([key, usage, charge, listener, settles, response]);
     this.schedule();
   }
 
@@ -480,9 +506,11 @@ export class Store implements GatewayStore {
    * day totals summed per (key, day, model): one read and one write each per group, not per
    * request (at c=32 these puts were ≈ 9 % of the gateway's CPU, bench/profile.ts).
    */
-  private applyRecords(records: Array<[KeyRecord, UsageRecord, Charge, CommitListener, boolean]>, accounts: AccountCache): void {
+  private applyRecords(records: Array<[KeyRecord, UsageRecord, Charge, CommitListener, boolean, MadeResponse | null]>, accounts: AccountCache): void {
     const days = new Map<string, [[string, string, string], DailyRow]>();
-    for (const [key, usage, charge, , settles] of records) {
+    for (const [key, usage, charge, , settles, response] of records) {
+      // The provider made the response for this account whatever the ledger's state of the call.
+      if (response !== null) this.responses.put([key.account, response.id], responseToRow(response, usage.at));
       if (!this.endCall(key.id, usage.callId, accounts) && settles) {
         log('warn', 'call_already_settled', { requestId: usage.callId, keyPrefix: key.prefix });
         continue;
@@ -730,6 +758,31 @@ export class Store implements GatewayStore {
   }
 
   /**
+   * Retention of owner records (storage.responseRetentionDays): visits up to `limit` of them in
+   * key order from `from`, and deletes those made before `before` in one small synchronous
+   * transaction, as deleteUsageBefore does. Owner records have no index by time: a sweep reads
+   * them all, a row of about a microsecond each (cost: bench/response-owners.ts).
+   */
+  deleteResponsesBefore(before: number, limit: number, from: ResponseCursor | null): Promise<{ deleted: number; next: ResponseCursor | null }> {
+    const doomed: [string, string][] = [];
+    let next: ResponseCursor | null = null;
+    let visited = 0;
+    for (const { key, value } of this.responses.getRange(from === null ? {} : { start: [from[0], from[1]] })) {
+      if (visited++ === limit) {
+        next = key;
+        break;
+      }
+      if (value[2] < before) doomed.push(key);
+    }
+    if (doomed.length > 0) {
+      this.root.transactionSync(() => {
+        for (const key of doomed) this.responses.removeSync(key);
+      });
+    }
+    return Promise.resolve({ deleted: doomed.length, next });
+  }
+
+  /**
    * Everything the store holds, for `tollgate store migrate` (./migrate.ts): read in one read
    * transaction's view, so the copy is of one moment (the server should be stopped anyway).
    */
@@ -750,7 +803,9 @@ export class Store implements GatewayStore {
     for (const { key, value } of this.modelSwitches.getRange()) switches.push([key, value]);
     const audit: AuditEntry[] = [];
     for (const { value: r } of this.audit.getRange()) audit.push({ at: r[0], action: r[1], keyId: r[2], actor: r[3], address: r[4], detail: JSON.parse(r[5]) as Record<string, unknown> });
-    return { keys, accounts, calls, usage, daily, switches, audit };
+    const responses: StoreDump['responses'] = [];
+    for (const { key, value } of this.responses.getRange()) responses.push({ account: key[0], id: key[1], ...rowToResponse(value) });
+    return { keys, accounts, calls, usage, daily, switches, audit, responses };
   }
 
   /** For /readyz: the environment answers a read. */
@@ -830,6 +885,8 @@ export interface StoreDump {
   switches: Array<[string, boolean]>;
   /** Oldest first. */
   audit: AuditEntry[];
+  /** The owner records of stored responses. */
+  responses: Array<ResponseOwner & { account: string; id: string }>;
 }
 
 type AuditRow = [number, string, string | null, string, string | null, string];

@@ -6,10 +6,11 @@ export type StorePlan = { backend: 'lmdb'; dataDir: string } | { backend: 'redis
 
 /**
  * Opens the store a plan names. Each backend is loaded only when used: an LMDB deployment never
- * loads the Redis client, and a Redis one never opens an LMDB environment.
+ * loads the Redis client, and a Redis one never opens an LMDB environment. `responseRetentionDays`
+ * is the TTL of owner records on Redis (on LMDB the retention sweep deletes them).
  */
-export async function openStore(plan: StorePlan, options: StoreOptions = {}): Promise<GatewayStore> {
-  if (plan.backend === 'redis') return (await import('./redis.js')).RedisStore.open(plan.url);
+export async function openStore(plan: StorePlan, options: StoreOptions & { responseRetentionDays?: number } = {}): Promise<GatewayStore> {
+  if (plan.backend === 'redis') return (await import('./redis.js')).RedisStore.open(plan.url, options);
   return (await import('./lmdb.js')).Store.open(plan.dataDir, options);
 }
 

@@ -16,6 +16,11 @@
  * - Keys of no slot (the owner index of calls in flight, the model switches) are in KEYS only on
  *   a single server (`#KEYS` says so); on a Cluster the client sends them beside the script.
  *
+ * A response's owner record (`tg:{A}:rs:ID`, A its account's id) is the JSON of its ResponseRow,
+ * written by the settlement with the retention as its TTL, and read (EXISTS) by the admission
+ * and the hold of a call that continues it: in the account's slot, named from the account's name
+ * (the admission reads it without declaring it, like the account itself).
+ *
  * A call's entry in flight (hash `tg:{H}:c`, field = call id) is JSON with string numbers:
  * o owner, p phase (0 slot only, 1 hold placed), a account id, at start (ms), h held,
  * ic charge if interrupted, it its input tokens, e endpoint, m model, s stream (0|1), k key id.
@@ -25,6 +30,15 @@ const COMMON = `
 local function int(n) return string.format('%d', n) end
 local function val(x) if x == nil or x == cjson.null then return nil end return x end
 local function acct(id) return 'tg:{' .. id .. '}:a' end
+-- The owner record of response id of the account named a (tg:{A}:a → tg:{A}:rs:ID).
+local function made(a, id) return string.sub(a, 1, -2) .. 'rs:' .. id end
+-- Whether the account named a made every response named in ARGV from index 'from' on.
+local function madeAll(a, from)
+  for i = from, #ARGV do
+    if redis.call('EXISTS', made(a, ARGV[i])) == 0 then return false end
+  end
+  return true
+end
 -- Funds net of holds (step 6): the refusal, or nil.
 local function short(a)
   if not a[1] then return nil end
@@ -53,13 +67,15 @@ end
 `;
 
 /**
- * Steps 3–7 in one round trip; with a model (ARGV[5]), also steps 9 and 10 and the hold, for a
- * call whose hold was computed before its admission (Admission.admitHolding): what HOLD does,
- * in the same script, so that the call costs one round trip before it is forwarded.
+ * Steps 3–7 in one round trip; with a model (ARGV[5]), also steps 9 and 10, the responses the
+ * call continues and the hold, for a call whose hold was computed before its admission
+ * (Admission.admitHolding): what HOLD does, in the same script, so that the call costs one
+ * round trip before it is forwarded.
  * KEYS: key record, rate window, calls in flight [, owner index, model switches]
  * ARGV: surface, call id, owner, owner-index member
  *   [, model, enabled by default (0|1), the call's entry without a, k, h, ic and its closing
- *      brace, credit hold, credit interrupted charge, token hold, token interrupted charge]
+ *      brace, credit hold, credit interrupted charge, token hold, token interrupted charge
+ *      [, the response ids it continues …]]
  * → { refusal code or '', retry-after seconds, key record JSON or false }
  */
 export const ADMIT = `${COMMON}
@@ -120,6 +136,7 @@ if KEYS[5] then
   local sw = redis.call('HGET', KEYS[5], model)
   if not (sw == '1' or (not sw and ARGV[6] == '1')) then return {'model_not_available', 0, raw} end
 end
+if not madeAll(acct(key.account), 12) then return {'previous_response_not_found', 0, raw} end
 -- The funds were checked above, in this same script: the hold is placed at once.
 local credit = key.mode == 'credit'
 local held = credit and ARGV[8] or ARGV[10]
@@ -131,10 +148,12 @@ return {'', 0, raw}
 `;
 
 /**
- * The hold, before forwarding: step 10's run-time switch, the funds net of holds again, then
- * the hold and the call's entry. Idempotent by call id (a hold already placed is not placed again).
+ * The hold, before forwarding: step 10's run-time switch, the responses the call continues, the
+ * funds net of holds again, then the hold and the call's entry. Idempotent by call id (a hold
+ * already placed is not placed again).
  * KEYS: calls in flight, account [, model switches, owner index]
  * ARGV: call id, entry JSON (phase 1), held amount, model, enabled by default (0|1), owner-index member
+ *   [, the response ids it continues …]
  * → '' when held, else the refusal code
  */
 export const HOLD = `${COMMON}
@@ -146,6 +165,10 @@ if KEYS[3] then
     endcall(calls, ARGV[1], KEYS[4], ARGV[6])
     return 'model_not_available'
   end
+end
+if not madeAll(account, 7) then
+  endcall(calls, ARGV[1], KEYS[4], ARGV[6])
+  return 'previous_response_not_found'
 end
 local e = redis.call('HGET', calls, ARGV[1])
 if e and cjson.decode(e).p == 1 then return '' end
@@ -175,12 +198,16 @@ return 0
  * The settlement: releases the hold, charges the account, stores the record and the day's
  * totals, at once. Idempotent by call id: a settlement whose call has no entry in flight any
  * more (settled already, or by a survivor) changes nothing; nor does a record already stored.
+ * The owner record of the response the call made, if any, is written in any case (the provider
+ * made it for this account), expiring after the retention.
  * KEYS: calls in flight, account, usage index, usage records, day totals [, owner index]
  * ARGV: call id, record member, record JSON, charge nUSD, charge tokens, model, tokens for the
- *       day, settles (0|1), owner-index member
+ *       day, settles (0|1), owner-index member, response id or '', its owner record (JSON),
+ *       its retention (ms)
  * → 1 stored, 0 already settled
  */
 export const SETTLE = `${COMMON}
+if ARGV[10] ~= '' then redis.call('SET', made(KEYS[2], ARGV[10]), ARGV[11], 'PX', ARGV[12]) end
 local m = redis.call('HGET', KEYS[2], 'm')
 local ended = endcall(KEYS[1], ARGV[1], KEYS[6], ARGV[9], m and KEYS[2])
 if not ended and ARGV[8] == '1' then return 0 end

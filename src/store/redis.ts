@@ -1,14 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
+import { DEFAULT_RESPONSE_RETENTION_DAYS } from '../config/load.js';
 import type { GatewayErrorCode } from '../http/errors.js';
 import { log } from '../log.js';
-import { rowToUsage, usageToRow } from './rows.js';
+import { responseToRow, rowToResponse, rowToUsage, usageToRow, type ResponseRow } from './rows.js';
 import { ADMIT, CREATE, FORGET, HOLD, ORPHAN, RELEASE, SETTLE, SWITCH, TOPUP, UPDATE } from './redis-scripts.js';
 import type { StoreDump } from './lmdb.js';
-import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldEitherWay, HoldListener, NewKey } from './store.js';
+import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldEitherWay, HoldListener, MadeResponse, NewKey } from './store.js';
 import { PendingAudit } from './store.js';
-import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type UsageRecord } from './types.js';
+import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type ResponseOwner, type UsageRecord } from './types.js';
 
 /**
  * The Redis/Valkey backend: any number of gateway hosts share one store and behave as one.
@@ -30,6 +31,7 @@ import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type 
  *   {H}:r  rate window (s, n)         {H}:c  calls in flight (call id → entry)
  *   {H}:u  usage index (sorted set by `at:callId`)     {H}:ur  usage records (member → row)
  *   {H}:d:DAY  day totals (r|c|t:MODEL)                 {H}:au  the key's audit trail
+ *   {A}:rs:ID  the owner record of stored response ID (ResponseRow JSON; expires after the retention)
  *   ids  key id → H     {m}:sw  model switches     {m}:au  the models' audit trail
  *   owners  serving processes   p:OWNER  heartbeat (expires)   o:OWNER  its calls in flight
  */
@@ -71,6 +73,7 @@ const usageRows = (h: string): string => `tg:{${h}}:ur`;
 const dayName = (h: string, at: number): string => `tg:{${h}}:d:${Math.floor(at / DAY_MS)}`;
 const auditName = (h: string): string => `tg:{${h}}:au`;
 const accountName = (id: string): string => `tg:{${id}}:a`;
+const responseName = (account: string, id: string): string => `tg:{${account}}:rs:${id}`;
 const ownerCalls = (owner: string): string => `tg:o:${owner}`;
 const heartbeat = (owner: string): string => `tg:p:${owner}`;
 
@@ -101,6 +104,8 @@ export class RedisStore implements GatewayStore {
     private readonly client: Client,
     /** A single server: keys of no slot go inside the scripts. A Cluster: beside them. */
     private readonly single: boolean,
+    /** How long an owner record lives (storage.responseRetentionDays), as its TTL in ms, decimal. */
+    private readonly responseTtl: string,
   ) {
     this.s = client as unknown as Scripts;
     const scripts = scriptsFor(single);
@@ -115,9 +120,9 @@ export class RedisStore implements GatewayStore {
   /**
    * Connects to `url`; a server that reports `cluster_enabled:1` is used as a Redis Cluster
    * through it (ioredis discovers the other nodes). Rejects when nothing answers within a few
-   * seconds.
+   * seconds. `responseRetentionDays`: the TTL of the owner records its settlements write.
    */
-  static async open(url: string): Promise<RedisStore> {
+  static async open(url: string, storeOptions: { responseRetentionDays?: number } = {}): Promise<RedisStore> {
     const options: RedisOptions = {
       lazyConnect: true,
       enableAutoPipelining: true,
@@ -168,7 +173,7 @@ export class RedisStore implements GatewayStore {
     // key; with a variable count it would take the count for a key). One server: the keys of
     // no slot are in KEYS too; a Cluster: sent beside.
     for (const { name, lua, keys } of Object.values(scriptsFor(single))) client.defineCommand(name, { lua, numberOfKeys: keys });
-    return new RedisStore(client, single);
+    return new RedisStore(client, single, String((storeOptions.responseRetentionDays ?? DEFAULT_RESPONSE_RETENTION_DAYS) * DAY_MS));
   }
 
   async close(): Promise<void> {
@@ -212,14 +217,16 @@ export class RedisStore implements GatewayStore {
     if (this.single) args.push(ownerCalls(this.owner ?? NO_OWNER), SWITCHES);
     args.push(surface, callId, owner, ownerMember, credit.model, credit.enabledByDefault ? '1' : '0', entry,
       String(credit.amount), String(credit.interruptedCharge), String(token.amount), String(token.interruptedCharge));
+    if (credit.previousResponses !== null) args.push(...credit.previousResponses);
     const decided = (err: Error | null, reply: unknown, switchedOn = true): void => {
       if (err !== null) return this.admitFailed(hash, callId, err, done);
       const [code, retryAfter, raw] = reply as [string, number, string | null];
       const key = raw ? this.keyOf(raw) : undefined;
       if (!this.single) {
         if (code !== '') this.unindex(ownerMember);
-        else if (!switchedOn) {
-          this.releaseByHash(hash, callId);
+        // Step 10's switch comes before the responses the call continues.
+        if (!switchedOn && (code === '' || code === 'previous_response_not_found')) {
+          if (code === '') this.releaseByHash(hash, callId);
           return safely(() => done(key, 'model_not_available', 0));
         }
       }
@@ -269,8 +276,22 @@ export class RedisStore implements GatewayStore {
     });
   }
 
+  responseOwner(account: string, id: string, done: (owner: ResponseOwner | undefined, failure: unknown) => void): void {
+    this.client.get(responseName(account, id)).then((raw) => safely(() => done(raw === null ? undefined : rowToResponse(JSON.parse(raw) as ResponseRow), null)), (err: unknown) => {
+      this.failed('response_owner', err);
+      safely(() => done(undefined, err));
+    });
+  }
+
   modelEnabled(id: string, byDefault: boolean, done: (enabled: boolean | null) => void): void {
     this.client.hget(SWITCHES, id).then((v) => safely(() => done(v === null ? byDefault : v === '1')), (err: unknown) => {
+      this.failed('model_switch', err);
+      safely(() => done(null));
+    });
+  }
+
+  readModelSwitches(done: (switches: ReadonlyMap<string, boolean> | null) => void): void {
+    this.client.hgetall(SWITCHES).then((all) => safely(() => done(new Map(Object.entries(all).map(([id, v]) => [id, v === '1'])))), (err: unknown) => {
       this.failed('model_switch', err);
       safely(() => done(null));
     });
@@ -285,6 +306,7 @@ export class RedisStore implements GatewayStore {
     const args = [callsName(key.hash), accountName(key.account)];
     if (this.single) args.push(SWITCHES, ownerCalls(this.owner ?? NO_OWNER));
     args.push(callId, JSON.stringify(entry), String(hold.amount), hold.model, hold.enabledByDefault ? '1' : '0', ownerMember);
+    if (hold.previousResponses !== null) args.push(...hold.previousResponses);
     const placed = (err: Error | null, reply: unknown, switchedOn = true): void => {
       if (err !== null) {
         this.failed('hold', err);
@@ -323,12 +345,13 @@ export class RedisStore implements GatewayStore {
     attempt().catch(() => this.retries.push(attempt));
   }
 
-  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true): void {
+  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true, response: MadeResponse | null = null): void {
     const ownerMember = `${key.hash} ${usage.callId}`;
     const args = [callsName(key.hash), accountName(key.account), usageIndex(key.hash), usageRows(key.hash), dayName(key.hash, usage.at)];
     if (this.single) args.push(ownerCalls(this.owner ?? NO_OWNER));
     args.push(usage.callId, member(usage.at, usage.callId), JSON.stringify(usageToRow(usage)), String(charge.nano), String(charge.tokens), usage.model,
-      String(usage.tokensCharged), settles ? '1' : '0', ownerMember);
+      String(usage.tokensCharged), settles ? '1' : '0', ownerMember,
+      response === null ? '' : response.id, response === null ? '' : JSON.stringify(responseToRow(response, usage.at)), this.responseTtl);
     const stored = (reply: unknown): void => {
       if (reply === 0 && settles) log('warn', 'call_already_settled', { requestId: usage.callId, keyPrefix: key.prefix });
       if (!this.single && this.owner !== null) void this.client.srem(ownerCalls(this.owner), ownerMember).catch(() => undefined);
@@ -737,10 +760,12 @@ export class RedisStore implements GatewayStore {
   /**
    * Writes what an LMDB store holds. On a Cluster, an account whose id is not in its keys' slot
    * gets a new id that is (every check of a call must be one script on one shard); returns the
-   * ids changed, old → new. An account whose keys (a key and its rotations) fall in different
+   * ids changed, old → new, and how many owner records were carried: each with what is left of
+   * its retention (`responseRetentionDays` from when its call started) as its TTL, none with
+   * less than a minute left. An account whose keys (a key and its rotations) fall in different
    * slots cannot be moved to a Cluster, and nothing is written then.
    */
-  async load(dump: StoreDump): Promise<Map<string, string>> {
+  async load(dump: StoreDump, responseRetentionDays: number, now = Date.now()): Promise<{ renamed: Map<string, string>; responses: number }> {
     const renamed = new Map<string, string>();
     if (!this.single) {
       const slots = new Map<string, Set<number>>();
@@ -788,9 +813,31 @@ export class RedisStore implements GatewayStore {
       const seq = `${String(e.at).padStart(15, '0')}.0.${i.toString(36).padStart(6, '0')}`;
       writes.push(() => this.client.rpush(hash === undefined ? MODEL_AUDIT : auditName(hash), JSON.stringify({ ...e, seq })));
     });
+    let responses = 0;
+    for (const r of dump.responses) {
+      const left = r.at + responseRetentionDays * DAY_MS - now;
+      // Past (or all but past) its retention: it would expire before the copy is checked.
+      if (left < 60_000) continue;
+      responses++;
+      writes.push(() => this.client.set(responseName(acct(r.account), r.id), JSON.stringify(responseToRow(r, r.at)), 'PX', left));
+    }
     // In slices: each slice's commands go out pipelined in one turn.
     for (let i = 0; i < writes.length; i += 1000) await Promise.all(writes.slice(i, i + 1000).map((w) => w()));
-    return renamed;
+    return { renamed, responses };
+  }
+
+  /** Owner records of stored responses, on every master (for migrate's check). */
+  async responseCount(): Promise<number> {
+    let n = 0;
+    for (const node of this.masters()) {
+      let cursor = '0';
+      do {
+        const [next, found] = await node.scan(cursor, 'MATCH', 'tg:{*}:rs:*', 'COUNT', 1000);
+        n += found.length;
+        cursor = next;
+      } while (cursor !== '0');
+    }
+    return n;
   }
 
   /** Counts for migrate's check: usage records, day-total rows and calls in flight of a key. */

@@ -1,4 +1,4 @@
-import type { Account, KeyRecord, UsageRecord } from './types.js';
+import type { Account, KeyRecord, ResponseOwner, UsageRecord } from './types.js';
 
 /**
  * Values are stored as flat arrays, not objects: msgpackr encodes an object as a "record" whose
@@ -81,3 +81,15 @@ export type CallPhase = 0 | 1;
 
 /** A serving process, keyed by its owner id: [host name, pid, last heartbeat (ms)]. */
 export type ProcessRow = [string, number, number];
+
+/** A response's owner record, keyed [account id, response id]: [provider, credential, at (ms)]. */
+export type ResponseRow = [string, string, number];
+
+/** The row of a response made by `made` (a MadeResponse or a ResponseOwner) in a call started `at`. */
+export function responseToRow(made: Pick<ResponseOwner, 'provider' | 'credential'>, at: number): ResponseRow {
+  return [made.provider, made.credential, at];
+}
+
+export function rowToResponse(r: ResponseRow): ResponseOwner {
+  return { provider: r[0], credential: r[1], at: r[2] };
+}

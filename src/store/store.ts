@@ -1,5 +1,5 @@
 import type { GatewayErrorCode } from '../http/errors.js';
-import type { Account, DailyTotals, KeyMode, KeyRecord, UsageRecord } from './types.js';
+import type { Account, DailyTotals, KeyMode, KeyRecord, ResponseOwner, UsageRecord } from './types.js';
 
 /**
  * The store, split by who uses it. The pipeline (server.ts, forward/, usage/, issuer/, admin/,
@@ -39,6 +39,23 @@ export interface Hold {
   enabledByDefault: boolean;
   stream: boolean;
   at: number;
+  /**
+   * The stored responses the call continues (Responses' `previous_response_id`: every value the
+   * body names), each of which the key's account must have made, or the hold is refused with
+   * `previous_response_not_found`; '' stands for a value that cannot be a response id (made by
+   * nobody). Null when the call names none.
+   */
+  previousResponses: readonly string[] | null;
+}
+
+/**
+ * A response the provider made for a call (the id its answer carries) and where it was made:
+ * recorded as the account's with the call's settlement (`Ledger.record`).
+ */
+export interface MadeResponse {
+  id: string;
+  provider: string;
+  credential: string;
 }
 
 /**
@@ -87,6 +104,16 @@ export interface Admission {
   lookup(hash: string, done: (key: KeyRecord | undefined, failure: unknown) => void): void;
   /** Step 10's run-time switch alone (the hold checks it itself): enabled, or null when the store failed. */
   modelEnabled(id: string, byDefault: boolean, done: (enabled: boolean | null) => void): void;
+  /**
+   * The owner record of response `id` of `account` (GET|DELETE /responses/{id}): undefined when
+   * that account made no such response (or its record expired); `failure` set when the store failed.
+   */
+  responseOwner(account: string, id: string, done: (owner: ResponseOwner | undefined, failure: unknown) => void): void;
+  /**
+   * Every run-time switch set (`tollgate models enable|disable`), by model id, in one read (one
+   * round trip on Redis, whatever the catalogue's size): for GET /models. Null when the store failed.
+   */
+  readModelSwitches(done: (switches: ReadonlyMap<string, boolean> | null) => void): void;
   /** For /readyz: the store answered recently. */
   answers(): boolean;
 }
@@ -94,7 +121,9 @@ export interface Admission {
 /** Holds, releases and settlements: the ledger of a call from its admission to its record. */
 export interface Ledger {
   /**
-   * Before forwarding: step 10's run-time model switch (`model_not_available`), then the funds
+   * Before forwarding: step 10's run-time model switch (`model_not_available`), then the
+   * responses the call continues (`previous_response_not_found` unless the key's account made
+   * every one, Hold.previousResponses), then the funds
    * net of every hold already placed (step 6 again, atomically), then the hold of the call's
    * worst case and its entry in flight, written before it is forwarded so that a process dying
    * with it leaves a trace. A refused hold frees what step 7 took.
@@ -111,8 +140,10 @@ export interface Ledger {
    * (by another process, because this one was taken for dead) is not charged again.
    * `settles: false` is for a record that is not a forwarded call's settlement (a call that
    * failed inside the gateway): stored whether or not the call has an entry in flight.
+   * `response`: the response the call made, whose owner record (the key's account, kept
+   * `storage.responseRetentionDays`) is written in the same step, whatever the ledger's state.
    */
-  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles?: boolean): void;
+  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles?: boolean, response?: MadeResponse | null): void;
   /**
    * Makes this process the owner of the calls it forwards (heartbeat), and settles the calls of
    * owners that are gone, now and periodically. Resolves once the first settlement is done (a
@@ -208,7 +239,17 @@ export interface UsageStore {
    * (null once every key was visited). Daily totals are kept.
    */
   deleteUsageBefore(before: number, limit: number, fromKeyId: string): Promise<{ deleted: number; next: string | null }>;
+  /**
+   * Retention of owner records: visits up to `limit` of them from the cursor `from` (null: the
+   * first), deletes those made before `before` (epoch ms); returns how many went and where to go
+   * on (null once all were visited). A backend whose owner records expire by themselves (Redis:
+   * a TTL) leaves it out.
+   */
+  deleteResponsesBefore?(before: number, limit: number, from: ResponseCursor | null): Promise<{ deleted: number; next: ResponseCursor | null }>;
 }
+
+/** Where a retention sweep of owner records goes on from: [account id, response id]. */
+export type ResponseCursor = readonly [string, string];
 
 /** Every part of a store, and its lifecycle. */
 export interface GatewayStore extends Admission, Ledger, IssuerStore, UsageStore {

@@ -91,6 +91,20 @@ export const PLAIN_USAGE_DETAIL = Object.freeze({
   toolCalls: null, serviceTier: null, estimateReason: null, worstCase: null, longContext: false,
 }) satisfies Partial<UsageRecord>;
 
+/**
+ * The owner record of a response the provider stores (Responses), kept by (account id, response
+ * id): only that account's keys may name the response again. Where it lives is kept with it, so
+ * that later calls on it go where it is.
+ */
+export interface ResponseOwner {
+  /** The provider that made it (its name in the config). */
+  provider: string;
+  /** The provider credential it was made with (by name, never its value; `default` for a provider's one credential). */
+  credential: string;
+  /** When the call that made it started (epoch ms): what retention counts from. */
+  at: number;
+}
+
 /** Per key and UTC day, for the usage checker's chart. */
 export interface DailyTotals {
   requests: number;

@@ -286,3 +286,14 @@ export async function allRecords(base: string, key: string, limit: number): Prom
   }
   return { records, pages };
 }
+
+/** The rejection of `p`; fails the test when `p` resolves (an SDK call expected to be refused). */
+export async function rejectionOf(t: { fail(message: string): unknown }, p: Promise<unknown>): Promise<any> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  t.fail('the call was expected to fail');
+  return undefined;
+}
