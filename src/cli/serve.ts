@@ -84,20 +84,8 @@ export async function serveCommand(args: string[]): Promise<void> {
   const accessLog = config.log.access ? stdoutAccessLog() : null;
   const credentialRefusals = cluster.isWorker ? workerCredentialRefusals() : new CredentialRefusals();
   const gateway = createGateway(config, store, { metrics, accessLog, credentialRefusals, env: providers.env, mock: providers.mock });
-  await listen(gateway.server, port, host);
-  const url = urlOf(gateway.server);
-  if (cluster.isWorker) process.send?.({ listening: url });
-  else process.stdout.write(listeningLine(url, plan, 1, providers.mock));
-
   let adminServer: Server | null = null;
   let sweeper: RetentionSweeper | null = null;
-  if (cluster.isPrimary) {
-    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
-    adminServer = await openAdmin(admin, providers, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
-    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
-    sweeper.start();
-  }
-
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
@@ -115,10 +103,25 @@ export async function serveCommand(args: string[]): Promise<void> {
       .then(() => store.close())
       .then(() => exitStopped(0, signalledAt, drainedAt), () => exitStopped(1, signalledAt, drainedAt));
   };
+  // Before the listening line: a signal sent as soon as it is read (a supervisor, a test) must
+  // find the handler in place, not the default action that ends the process unsettled.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   // A worker whose primary went away must not linger.
   if (cluster.isWorker) process.on('disconnect', stop);
+
+  await listen(gateway.server, port, host);
+  const url = urlOf(gateway.server);
+  if (cluster.isWorker) process.send?.({ listening: url });
+  else process.stdout.write(listeningLine(url, plan, 1, providers.mock));
+
+  if (cluster.isPrimary && !stopping) {
+    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
+    adminServer = await openAdmin(admin, providers, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
+    if (stopping) return void closeServer(adminServer);
+    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
+    sweeper.start();
+  }
 }
 
 /**
@@ -260,6 +263,7 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
     let announced = false;
     let stopping = false;
     let signalledAt = 0;
+    let exiting = false;
     let exitCode = 0;
     const exits: number[] = [];
     let store: GatewayStore | null = null;
@@ -302,7 +306,10 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
       exitWhenAllGone();
     };
     const exitWhenAllGone = (): void => {
-      if (Object.keys(cluster.workers ?? {}).length > 0) return;
+      // A dead worker can still be listed: node:cluster removes it on the later of its 'exit' and
+      // its 'disconnect', and this runs on 'exit'; counting it would wait for ever.
+      if (exiting || Object.values(cluster.workers ?? {}).some((w) => w !== undefined && !w.isDead())) return;
+      exiting = true;
       // The primary's calls in flight are its workers: drained once the last of them is gone.
       const drainedAt = performance.now();
       void Promise.all([closeServer(adminServer), sweeper?.stop(), providers.close()])
