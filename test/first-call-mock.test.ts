@@ -11,36 +11,22 @@
  * `x-tollgate-mock: 1`, no credential variable is read, and it works with `--workers 2`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t, { type Test } from 'tap';
 import { ADMIN_TOKEN, CLI } from './helpers/harness.js';
+import { cleanEnv, tollgateIn } from './helpers/newcomer.js';
+import { startRedis } from './helpers/redis.js';
 import { exchange, parseResponses, portOf } from './helpers/raw-http.js';
 import { pointedAtMock, MOCK_PROVIDER_ENV } from '../src/mock/offline.js';
 import { loadConfig } from '../src/config/load.js';
 import { buildUpstreams, closeUpstreams } from '../src/forward/pools.js';
 
-/** The environment of a machine with no provider account: no credential, no tollgate variable. */
-function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(OPENAI_|ANTHROPIC_|TOLLGATE_)/.test(name)));
-  return { ...env, ...extra };
-}
-
-/** `tollgate ARGS` run in `cwd`, as typed in a shell there; resolves to its output. */
-function tollgate(cwd: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d) => (stdout += d));
-    child.stderr!.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** `tollgate ARGS` run in `cwd`, as typed in a shell there. */
+const tollgate = (cwd: string, args: string[]): ReturnType<typeof tollgateIn> => tollgateIn(cwd, args);
 
 interface Served { proc: ChildProcess; base: string; line: string; admin: string | null; stderr(): string }
 
@@ -174,4 +160,17 @@ t.test('serve --mock --workers 2: the primary runs the mock, both workers call i
   const perCallNano = Math.round(11 * price.input * 1000 + 7 * price.output * 1000);
   const list = JSON.parse((await tollgate(dir, ['keys', 'list', '--json'])).stdout);
   t.equal(list[0].balanceUsd, ((5e9 - 8 * perCallNano) / 1e9).toFixed(6), 'all eight billed');
+});
+
+t.test('serve --mock on Redis: the listening line names it, keys made there are served', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-mock-redis-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const redis = await startRedis(t);
+  const { key } = JSON.parse((await tollgateIn(dir, ['keys', 'create', '--mode', 'token', '--budget', '1000', '--json', '--redis', redis.url])).stdout);
+  const server = await serve(t, dir, ['--redis', redis.url, '--mock', '--port', '0']);
+  t.equal(server.line, `tollgate listening on ${server.base} (store: redis 127.0.0.1:${redis.port}) (mock providers)`);
+  const anthropic = new Anthropic({ apiKey: key, baseURL: `${server.base}/token` });
+  const message = await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'Hello' }] });
+  t.equal(message.usage.input_tokens + message.usage.output_tokens, 18, 'answered by the mock, metered on Redis');
+  t.same(readdirSync(dir), [], 'nothing written to the working directory');
 });
