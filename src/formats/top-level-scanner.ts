@@ -85,6 +85,8 @@ export class Vocabulary {
   /** The longest a key or type value can be and still spell a name here: every character a \u escape, plus quotes. */
   readonly maxBytes: number;
   readonly unique: number;
+  /** 1 at the length (quotes included) of each flagged name written without escapes: other keys below the top level are not looked up. */
+  readonly flaggedLengths: Uint8Array;
   /** Whether items of top-level arrays are looked into. */
   readonly items: boolean;
   readonly idItems: boolean;
@@ -111,6 +113,8 @@ export class Vocabulary {
     });
     const longest = Math.max(...[...this.keyNames.keys(), ...types].map((name) => name.length));
     this.maxBytes = 6 * longest + 2;
+    this.flaggedLengths = new Uint8Array(this.maxBytes + 1);
+    for (const name of spec.flagged ?? []) this.flaggedLengths[Buffer.byteLength(JSON.stringify(name))] = 1;
     this.unique = spec.unique === undefined ? 0 : this.code(spec.unique);
   }
 
@@ -539,7 +543,11 @@ export class TopLevelScanner {
     const at = end - this.offset + chunk.length; // the string's end within `chunk`
     if (carry === null && !this.escaped) {
       const entries = byLength[length];
-      if (entries !== undefined) for (const [bytes, entry] of entries) if (bytesAt(chunk, at - length, bytes)) return entry;
+      if (entries === undefined) return undefined;
+      for (let k = 0; k < entries.length; k++) {
+        const entry = entries[k]!;
+        if (bytesAt(chunk, at - length, entry[0])) return entry[1];
+      }
       return undefined;
     }
     const raw = carry === null ? chunk.subarray(at - length, at) : Buffer.concat([carry, chunk.subarray(0, at)]);
@@ -550,15 +558,21 @@ export class TopLevelScanner {
   /** A key ended just before `keyEnd`. */
   private keyEnded(chunk: Buffer, keyEnd: number): void {
     const v = this.vocabulary;
-    const role = this.watched(chunk, keyEnd, v.keys, v.keyNames);
     const depth = this.depth;
+    const inItem = depth === 3 && this.inItem;
+    // The common case below the top level, decided by the key's length alone.
+    if (depth !== 1 && !inItem && this.carry === null && !this.escaped && v.flaggedLengths[keyEnd - this.watchStart] !== 1) {
+      this.watching = false;
+      return;
+    }
+    const role = this.watched(chunk, keyEnd, v.keys, v.keyNames);
     if (depth === 1) {
       this.memberKeyStart = this.watchStart;
       this.memberKeyEnd = keyEnd;
       this.memberName = role === undefined ? 0 : role.member;
     }
     if (role !== undefined && role.flagged) this.flag();
-    if (depth === 3 && this.inItem) {
+    if (inItem) {
       const item = role === undefined ? 0 : role.item;
       if (item === ITEM_ID) this.itemHasId = true;
       else if (item === ITEM_TYPE) this.typeNext = true;
