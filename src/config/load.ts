@@ -196,7 +196,7 @@ function compilePrice(raw: Json, path: string, provider: Provider): PriceNano {
   if (longContext !== null) tables.push(longContext);
   for (const t of [...tiers.values(), ...speed.values()]) tables.push(t, ...(t.longContext === undefined ? [] : [t.longContext]));
   for (const table of tables) for (const kind of RATE_KINDS) highest = Math.max(highest, table[kind] ?? 0);
-  const largestMultiplier = Math.max(ONE, ...inferenceGeo.values(), regional ?? ONE);
+  const largestMultiplier = Math.max(ONE, ...inferenceGeo.values(), region?.multiplier ?? ONE);
   return { ...base, tiers, speed, longContext, inferenceGeo, region, toolCalls, maxRate: multiplyUp(highest, largestMultiplier), fallbackToolFee: 0 };
 }
 
