@@ -1,4 +1,5 @@
 import { mergeRestated } from './usage-read.js';
+import { MESSAGES_REFERENCES } from './references.js';
 import { capturedString, holdsAny, isObject, parseObject, type FormatAdapter } from './types.js';
 
 /** The event names onEvent acts on. */
@@ -34,6 +35,7 @@ export const messages: FormatAdapter = {
     partsPath: 'iterations',
   },
   levers: { speedField: 'speed', geoField: 'inference_geo', toolTypes: [['web_search_', 'web_search']], cacheTtl: true, longContextBeta: 'context-1m' },
+  references: MESSAGES_REFERENCES,
   onEvent(state, event) {
     switch (event.event) {
       case 'message_start': {
