@@ -90,21 +90,24 @@ export function requestLevers(spec: LeverSpec, facts: RequestFacts, headers: Inc
   const speed = optionNamed(facts, spec.speedField, STANDARD_SPEEDS);
   const inferenceGeo = optionNamed(facts, spec.geoField, STANDARD_GEOS);
   const cacheWriteExtended = optionNamed(facts, spec.cacheRetentionField, STANDARD_RETENTION) !== null;
-  const tools: string[] = [];
+  // Built only when the request offers a fee-bearing tool (most calls offer none).
+  let tools: string[] | null = null;
+  let impliedToolCalls: Record<string, number> | null = null;
   const offered = spec.toolTypes === undefined ? undefined : facts.member('tools');
   if (spec.toolTypes !== undefined && Array.isArray(offered)) {
     for (const tool of offered) {
       const type = isObject(tool) ? tool.type : undefined;
       if (typeof type !== 'string') continue;
       const match = spec.toolTypes.find(([prefix]) => type.startsWith(prefix));
-      if (match !== undefined && !tools.includes(match[1])) tools.push(match[1]);
+      if (match !== undefined && !(tools ??= []).includes(match[1])) tools.push(match[1]);
     }
   }
-  const impliedToolCalls: Record<string, number> = {};
-  for (const [field, fee] of spec.toolOptions ?? []) {
+  const options = spec.toolOptions;
+  for (let i = 0; options !== undefined && i < options.length; i++) {
+    const [field, fee] = options[i]!;
     if (isObject(facts.member(field))) {
-      impliedToolCalls[fee] = 1;
-      if (!tools.includes(fee)) tools.push(fee);
+      (impliedToolCalls ??= {})[fee] = 1;
+      if (!(tools ??= []).includes(fee)) tools.push(fee);
     }
   }
   const cacheWrite1h = spec.cacheTtl === true && facts.raw.includes(TTL) && asksForHourCache(facts.body);
@@ -114,8 +117,8 @@ export function requestLevers(spec: LeverSpec, facts: RequestFacts, headers: Inc
     const text = Array.isArray(beta) ? beta.join(',') : beta ?? '';
     longContext = text.split(',').some((token) => token.trim().startsWith(spec.longContextBeta!));
   }
-  if (serviceTier === null && speed === null && inferenceGeo === null && tools.length === 0 && !cacheWrite1h && !cacheWriteExtended && !longContext) return NO_LEVERS;
-  return { serviceTier, speed, inferenceGeo, cacheWrite1h, cacheWriteExtended, longContext, tools, impliedToolCalls };
+  if (serviceTier === null && speed === null && inferenceGeo === null && tools === null && !cacheWrite1h && !cacheWriteExtended && !longContext) return NO_LEVERS;
+  return { serviceTier, speed, inferenceGeo, cacheWrite1h, cacheWriteExtended, longContext, tools: tools ?? [], impliedToolCalls: impliedToolCalls ?? {} };
 }
 
 /** Whether any `cache_control` object in the body sets `ttl` to "1h". */

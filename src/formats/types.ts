@@ -59,7 +59,11 @@ export function emptyCounts(): TokenCounts {
 }
 
 export function emptyUsage(): Usage {
-  return { ...emptyCounts(), toolCalls: {}, serviceTier: null, speed: null, inferenceGeo: null, parts: null, extendedCache: false };
+  // Written out rather than spread from emptyCounts(): one object per answer, not two.
+  return {
+    input: 0, cachedInput: 0, cacheWrite: 0, cacheWrite1h: 0, audioInput: 0, imageInput: 0, output: 0, reasoning: 0, audioOutput: 0, imageOutput: 0,
+    toolCalls: {}, serviceTier: null, speed: null, inferenceGeo: null, parts: null, extendedCache: false,
+  };
 }
 
 /** What a stream has told the tap so far. */

@@ -30,58 +30,75 @@ interface Selection {
   /** Multipliers on the token cost, in thousandths: geography, then regional processing. */
   geo: Permille;
   region: Permille;
-  unpriced: string[];
+  /** Whether a lever reported has no rate in the price (named in NOTES). */
+  unpriced: boolean;
+}
+
+/**
+ * What was charged at the price's highest rate, for the call being priced: costOf runs to its
+ * end synchronously, so one list serves every call and a call that uses no such rate (nearly
+ * all of them) allocates none.
+ */
+const NOTES: string[] = [];
+const NO_NOTES: readonly string[] = Object.freeze([]);
+
+function note(text: string): void {
+  if (!NOTES.includes(text)) NOTES.push(text);
+}
+
+/** A lever the answer reports that the price has no rate for: the whole call at the highest rate. */
+function unpriced(s: Selection, lever: string): void {
+  note(lever);
+  s.unpriced = true;
 }
 
 /**
  * What the levers an answer reports select: a service tier or a speed (each a table of its own;
  * no price combines the two), an inference geography and the provider's regional processing
- * (multipliers). A lever the price has no rate for is named in `unpriced`, as `lever:value`.
+ * (multipliers); null when the answer reports none and the provider is not regional (the
+ * standard rates). A lever the price has no rate for is noted as `lever:value`.
  */
-function select(usage: Usage, price: PriceNano): Selection {
+function select(usage: Usage, price: PriceNano): Selection | null {
   const tier = option(usage.serviceTier, STANDARD_TIERS);
   const speed = option(usage.speed, STANDARD_SPEEDS);
   const geoName = option(usage.inferenceGeo, STANDARD_GEOS);
-  const unpriced: string[] = [];
-  let table: LeverRates | PriceNano = price;
-  let name: string | null = null;
-  if (tier !== null && speed !== null) unpriced.push(`service_tier:${tier}+speed:${speed}`);
+  if (tier === null && speed === null && geoName === null && price.region === null) return null;
+  const s: Selection = { table: price, name: null, geo: ONE, region: ONE, unpriced: false };
+  if (tier !== null && speed !== null) unpriced(s, `service_tier:${tier}+speed:${speed}`);
   else if (tier !== null || speed !== null) {
-    name = tier !== null ? `service_tier:${tier}` : `speed:${speed}`;
+    s.name = tier !== null ? `service_tier:${tier}` : `speed:${speed}`;
     const found = tier !== null ? price.tiers.get(tier) : price.speed.get(speed!);
-    if (found === undefined) unpriced.push(name);
-    else table = found;
+    if (found === undefined) unpriced(s, s.name);
+    else s.table = found;
   }
-  let geo = ONE;
   if (geoName !== null) {
     const m = price.inferenceGeo.get(geoName);
-    if (m === undefined) unpriced.push(`inference_geo:${geoName}`);
-    else geo = m;
+    if (m === undefined) unpriced(s, `inference_geo:${geoName}`);
+    else s.geo = m;
   }
-  let region = ONE;
   if (price.region !== null) {
-    if (price.region.multiplier === null) unpriced.push(`region:${price.region.name}`);
-    else region = price.region.multiplier;
+    if (price.region.multiplier === null) unpriced(s, `region:${price.region.name}`);
+    else s.region = price.region.multiplier;
   }
-  return { table, name, geo, region, unpriced };
+  return s;
 }
 
 /**
- * The rates of one pass of a call: the selected table's, replaced by long-context rates when its
- * prompt (every input token: fresh, cache reads, cache writes, as both providers count it)
- * exceeds the price's threshold: the table's own long-context rates, the price's for the
- * standard table, and for a lever table without its own (a combination no page prices) each
- * kind at the higher of the two tables, named.
+ * The rates of one pass of a call: the table's (`name` null for the standard table), replaced
+ * by long-context rates when its prompt (every input token: fresh, cache reads, cache writes, as
+ * both providers count it) exceeds the price's threshold: the table's own long-context rates,
+ * the price's for the standard table, and for a lever table without its own (a combination no
+ * page prices) each kind at the higher of the two tables, noted. Long-context rates are in use
+ * exactly when the rates returned are not `table`.
  */
-function passRates(counts: TokenCounts, price: PriceNano, s: Selection, notes: string[]): { rates: Rates; long: boolean } {
+function passRates(counts: TokenCounts, price: PriceNano, table: LeverRates | PriceNano, name: string | null): Rates {
   const long = price.longContext;
-  if (long === null || counts.input <= long.threshold) return { rates: s.table, long: false };
-  if (s.name === null) return { rates: long, long: true };
-  const own = (s.table as LeverRates).longContext;
-  if (own !== undefined) return { rates: own, long: true };
-  const note = `${s.name}+long_context`;
-  if (!notes.includes(note)) notes.push(note);
-  return { rates: higherOf(s.table, long, price.maxRate), long: true };
+  if (long === null || counts.input <= long.threshold) return table;
+  if (name === null) return long;
+  const own = (table as LeverRates).longContext;
+  if (own !== undefined) return own;
+  note(`${name}+long_context`);
+  return higherOf(table, long, price.maxRate);
 }
 
 function higherOf(a: Rates, b: Rates, maxRate: number): Rates {
@@ -90,28 +107,32 @@ function higherOf(a: Rates, b: Rates, maxRate: number): Rates {
   return out as Rates;
 }
 
+/** `tokens` of `kind` at these rates; a kind the rates leave out at `maxRate`, noted. */
+function kindCost(kind: keyof Rates, tokens: number, rates: Rates, maxRate: number): number {
+  if (tokens === 0) return 0;
+  const r = rates[kind];
+  if (r !== undefined) return tokens * r;
+  note(kind);
+  return tokens * maxRate;
+}
+
 /**
  * The token cost of one pass at these rates: fresh text input at the input rate, cache reads at
  * `cachedInput`, cache writes at the 5-minute (or, for a call that asked for extended
  * retention, the extended) rate and their 1-hour part at `cacheWrite1h`, audio and image tokens
  * at their own rates, text output (reasoning included) at the output rate. A kind the rates
- * leave out is charged at `maxRate` and named in `notes`.
+ * leave out is charged at `maxRate` and noted.
  */
-function tokenCost(c: TokenCounts, rates: Rates, extendedCache: boolean, maxRate: number, notes: string[]): number {
-  const rate = (kind: keyof Rates, tokens: number): number => {
-    if (tokens === 0) return 0;
-    const r = rates[kind];
-    if (r !== undefined) return tokens * r;
-    if (!notes.includes(kind)) notes.push(kind);
-    return tokens * maxRate;
-  };
+function tokenCost(c: TokenCounts, rates: Rates, extendedCache: boolean, maxRate: number): number {
   const cacheWrite1h = Math.min(c.cacheWrite1h, c.cacheWrite);
   const freshText = Math.max(0, c.input - c.cachedInput - c.cacheWrite - c.audioInput - c.imageInput);
   const textOutput = Math.max(0, c.output - c.audioOutput - c.imageOutput);
-  return rate('input', freshText) + rate('cachedInput', c.cachedInput)
-    + rate(extendedCache ? 'cacheWriteExtended' : 'cacheWrite', c.cacheWrite - cacheWrite1h) + rate('cacheWrite1h', cacheWrite1h)
-    + rate('audioInput', c.audioInput) + rate('imageInput', c.imageInput)
-    + rate('output', textOutput) + rate('audioOutput', c.audioOutput) + rate('imageOutput', c.imageOutput);
+  return kindCost('input', freshText, rates, maxRate) + kindCost('cachedInput', c.cachedInput, rates, maxRate)
+    + kindCost(extendedCache ? 'cacheWriteExtended' : 'cacheWrite', c.cacheWrite - cacheWrite1h, rates, maxRate)
+    + kindCost('cacheWrite1h', cacheWrite1h, rates, maxRate)
+    + kindCost('audioInput', c.audioInput, rates, maxRate) + kindCost('imageInput', c.imageInput, rates, maxRate)
+    + kindCost('output', textOutput, rates, maxRate) + kindCost('audioOutput', c.audioOutput, rates, maxRate)
+    + kindCost('imageOutput', c.imageOutput, rates, maxRate);
 }
 
 /**
@@ -130,29 +151,39 @@ function tokenCost(c: TokenCounts, rates: Rates, extendedCache: boolean, maxRate
  * The first three are levers (`unpricedLevers`, written `name:value`); the last is a kind.
  */
 export function costOf(usage: Usage, price: PriceNano): Cost {
-  const notes: string[] = [];
+  NOTES.length = 0;
   const s = select(usage, price);
   let nano = 0;
   let longContext = false;
-  if (s.unpriced.length > 0) {
-    notes.push(...s.unpriced);
+  if (s !== null && s.unpriced) {
     nano = (usage.input + usage.output) * price.maxRate;
   } else {
+    const table = s === null ? price : s.table;
+    const name = s === null ? null : s.name;
     let tokens = 0;
-    for (const part of usage.parts ?? [usage]) {
-      const { rates, long } = passRates(part, price, s, notes);
-      longContext ||= long;
-      tokens += tokenCost(part, rates, usage.extendedCache, price.maxRate, notes);
+    const parts = usage.parts;
+    if (parts === null) {
+      const rates = passRates(usage, price, table, name);
+      longContext = rates !== table;
+      tokens = tokenCost(usage, rates, usage.extendedCache, price.maxRate);
+    } else {
+      for (const part of parts) {
+        const rates = passRates(part, price, table, name);
+        longContext ||= rates !== table;
+        tokens += tokenCost(part, rates, usage.extendedCache, price.maxRate);
+      }
     }
-    nano = multiplyUp(multiplyUp(tokens, s.geo), s.region);
+    nano = s === null ? tokens : multiplyUp(multiplyUp(tokens, s.geo), s.region);
   }
-  for (const [tool, calls] of Object.entries(usage.toolCalls)) {
+  for (const tool in usage.toolCalls) {
+    const calls = usage.toolCalls[tool]!;
     if (calls === 0) continue;
     const fee = price.toolCalls.get(tool);
-    if (fee === undefined) notes.push(`tool:${tool}`);
+    if (fee === undefined) note(`tool:${tool}`);
     nano += calls * (fee ?? price.fallbackToolFee);
   }
-  return { nano, worstCase: notes.length === 0 ? null : notes.join(','), longContext, unpricedLevers: notes.filter(isLeverNote) };
+  if (NOTES.length === 0) return { nano, worstCase: null, longContext, unpricedLevers: NO_NOTES };
+  return { nano, worstCase: NOTES.join(','), longContext, unpricedLevers: NOTES.filter(isLeverNote) };
 }
 
 /** Whether a worst-case note names a lever (`service_tier:flex`, `tool:web_search`) rather than a kind of token. */
@@ -174,7 +205,7 @@ export function tokensCharged(usage: Usage): number {
 export interface CallCharge { nano: number; tokens: number; worstCase: string | null; longContext: boolean; unpricedLevers: readonly string[] }
 
 export function chargeFor(usage: Usage, price: PriceNano, mode: KeyMode): CallCharge {
-  if (mode !== 'credit') return { nano: 0, tokens: tokensCharged(usage), worstCase: null, longContext: false, unpricedLevers: [] };
+  if (mode !== 'credit') return { nano: 0, tokens: tokensCharged(usage), worstCase: null, longContext: false, unpricedLevers: NO_NOTES };
   const cost = costOf(usage, price);
   return { nano: cost.nano, tokens: 0, worstCase: cost.worstCase, longContext: cost.longContext, unpricedLevers: cost.unpricedLevers };
 }
@@ -218,15 +249,17 @@ export function holdRates(price: PriceNano, levers: Pick<RequestLevers, 'service
   const geo = levers.inferenceGeo === null ? ONE : price.inferenceGeo.get(levers.inferenceGeo);
   const region = price.region === null ? ONE : price.region.multiplier;
   if (table === undefined || geo === undefined || region === null) return { input: price.maxRate, output: price.maxRate };
-  const tables: Rates[] = [table];
-  if (table !== price && (table as LeverRates).longContext !== undefined) tables.push((table as LeverRates).longContext!);
-  else if (price.longContext !== null) tables.push(price.longContext);
-  let input = 0;
-  let output = 0;
-  for (const t of tables) {
-    input = Math.max(input, t.input, t.cachedInput, t.cacheWrite ?? 0, t.cacheWrite1h ?? 0, t.cacheWriteExtended ?? 0);
-    output = Math.max(output, t.output);
+  const long = table !== price && (table as LeverRates).longContext !== undefined ? (table as LeverRates).longContext! : price.longContext;
+  let input = dearestInput(table);
+  let output = table.output;
+  if (long !== null) {
+    input = Math.max(input, dearestInput(long));
+    output = Math.max(output, long.output);
   }
-  const up = (rate: number): number => multiplyUp(multiplyUp(rate, geo), region);
-  return { input: up(input), output: up(output) };
+  return { input: multiplyUp(multiplyUp(input, geo), region), output: multiplyUp(multiplyUp(output, geo), region) };
+}
+
+/** The dearest rate an input token can be charged at in a table: fresh, cache read or any cache write. */
+function dearestInput(t: Rates): number {
+  return Math.max(t.input, t.cachedInput, t.cacheWrite ?? 0, t.cacheWrite1h ?? 0, t.cacheWriteExtended ?? 0);
 }
