@@ -322,7 +322,8 @@ function catalogueConfig(region: string | null): (mockUrl: string) => Record<str
 
 const CHATLESS = new Set(['gpt-5.1-codex']);
 
-t.test('every catalogue entry and lever combination it prices: billed the hand-worked dollars, plain and streamed, on both surfaces', async (t) => {
+// About a thousand calls: minutes on a loaded machine, more on Redis.
+t.test('every catalogue entry and lever combination it prices: billed the hand-worked dollars, plain and streamed, on both surfaces', { timeout: 15 * 60_000 }, async (t) => {
   const gw = await startGateway(t, { config: catalogueConfig(null) });
   const priced = new Set(TABLE.map(([model]) => model));
   const listed = JSON.parse((await gw.cli(['models', 'list', '--json'])).stdout) as { id: string }[];
