@@ -4,7 +4,16 @@ export const ENDPOINTS: readonly Endpoint[] = ['chat', 'responses', 'messages'];
 
 export type ProviderAuth = 'bearer' | 'x-api-key';
 
-export interface RawProvider { baseUrl: string; auth: ProviderAuth; apiKeyEnv: string }
+export interface RawProvider {
+  baseUrl: string;
+  auth: ProviderAuth;
+  /** The one credential's variable (a pool of one named `default`); or `credentials`, never both. */
+  apiKeyEnv?: string;
+  credentials?: RawCredential[];
+  retry?: { attempts?: number; budgetMs?: number };
+}
+/** One key of a provider's credential pool. */
+export interface RawCredential { name: string; apiKeyEnv: string; baseUrl?: string; weight?: number }
 /** Rates in USD per million tokens, as configured. */
 export interface RawRates {
   input: number;
@@ -137,7 +146,29 @@ export interface Provider {
   /** Path prefix of the provider's API ("/v1"), prepended to the client's path after the surface. */
   basePath: string;
   auth: ProviderAuth;
+  /** Its credential pool, in the file's order (`apiKeyEnv` alone: one credential named `default`). */
+  credentials: readonly ProviderCredential[];
+  /** How a refused call is sent again (forward/attempts.ts). */
+  retry: RetryPolicy;
+}
+
+/** One credential of a provider: its own key, and its own base URL (another organisation or region). */
+export interface ProviderCredential {
+  /** Its name in logs, metrics, records and /readyz (never its value). */
+  name: string;
   apiKeyEnv: string;
+  /** Its base URL's origin and path: the provider's unless the credential sets its own `baseUrl`. */
+  origin: string;
+  basePath: string;
+  /** Its share of the calls, a positive integer (default 1). */
+  weight: number;
+}
+
+export interface RetryPolicy {
+  /** Sends in all per call, the first included. */
+  attempts: number;
+  /** The time from the first send within which the others may go. */
+  budgetMs: number;
 }
 
 export interface Model {

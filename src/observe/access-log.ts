@@ -26,6 +26,10 @@ export interface AccessLine {
   estimated: boolean;
   /** … and why (the record's `estimateReason`); null when they were read. */
   estimateReason: string | null;
+  /** Sends to the provider, retries included (0: none). */
+  attempts: number;
+  /** The provider credential's name (never its value) whose answer was passed on, else of the last send; null without a send. */
+  credential: string | null;
 }
 
 export interface AccessLog {
@@ -44,7 +48,7 @@ const SAFE = /^[\w.:\-/@+ ]*$/;
  * still go through JSON.stringify.
  */
 export function lineText(l: AccessLine): string {
-  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)}}\n`;
+  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)},"attempts":${l.attempts},"credential":${str(l.credential)}}\n`;
 }
 
 /** More than this waiting to be written (a stdout nobody reads) and lines are dropped, not held. */
