@@ -5,12 +5,7 @@
  */
 import t from 'tap';
 import { post } from './helpers/harness.js';
-import { chatBody, startPoolGateway, type PoolGateway } from './helpers/pool-gateway.js';
-
-/** Which credential's provider got the call marked `marker` (the mock's own record of it). */
-function receiver(gw: PoolGateway, marker: string): string[] {
-  return Object.entries(gw.mocks).filter(([, mock]) => mock.requests.some((r) => r.body.includes(`"${marker}"`))).map(([name]) => name);
-}
+import { accessLineOf, chatBody, receivers, startPoolGateway } from './helpers/pool-gateway.js';
 
 /** Runs `call(i)` for i < n, `width` at a time. */
 async function inBatches(n: number, width: number, call: (i: number) => Promise<void>): Promise<void> {
@@ -24,7 +19,7 @@ t.test('weights 3:1 over 1,000 accounts: within 5 points of 75 % / 25 %; each (a
   await inBatches(accounts.length, 25, async (i) => {
     const r = await post(`${gw.base}/v1/chat/completions`, accounts[i]!.key, chatBody({ mock: { requestId: `first-${i}` } }));
     if (r.status !== 200) throw new Error(`call ${i}: ${r.status} ${r.text}`);
-    const got = receiver(gw, `first-${i}`);
+    const got = receivers(gw, `first-${i}`);
     if (got.length !== 1) throw new Error(`call ${i} reached ${got.join(', ') || 'no provider'}`);
     first[i] = got[0]!;
   });
@@ -33,27 +28,26 @@ t.test('weights 3:1 over 1,000 accounts: within 5 points of 75 % / 25 %; each (a
   t.ok(Math.abs(onA / 1000 - 0.75) <= 0.05, `org-a (weight 3) got ${onA} of 1,000 calls`);
 
   // The access log names the credential that answered each call (never its key).
-  const lines = new Map(gw.accessLines().map((l) => [l.requestId, l]));
-  for (let i = 0; i < 1000; i += 97) t.match(lines.get(`first-${i}`), { status: 200, credential: first[i], attempts: 1 }, `call ${i}'s line names ${first[i]}`);
+  for (let i = 0; i < 1000; i += 97) t.match(await accessLineOf(gw, `first-${i}`), { status: 200, credential: first[i], attempts: 1 }, `call ${i}'s line names ${first[i]}`);
   t.notOk(gw.serverLog().includes(gw.secrets['org-a']!) || gw.accessLines().some((l) => JSON.stringify(l).includes('sk-pool-')), 'no credential value in any log');
 
   // Again, for 200 of the accounts, the same model: every one to the same credential.
   await inBatches(200, 25, async (i) => {
     await post(`${gw.base}/v1/chat/completions`, accounts[i]!.key, chatBody({ mock: { requestId: `again-${i}` } }));
   });
-  const moved = Array.from({ length: 200 }, (_, i) => i).filter((i) => receiver(gw, `again-${i}`)[0] !== first[i]);
+  const moved = Array.from({ length: 200 }, (_, i) => i).filter((i) => receivers(gw, `again-${i}`)[0] !== first[i]);
   t.same(moved, [], 'the same account and model: the same credential');
 
   // Another model is chosen on its own, and as stably: twice the same for every account.
   const other: string[] = [];
   await inBatches(200, 25, async (i) => {
     await post(`${gw.base}/v1/chat/completions`, accounts[i]!.key, chatBody({ model: 'gpt-4o', mock: { requestId: `other-${i}` } }));
-    other[i] = receiver(gw, `other-${i}`)[0]!;
+    other[i] = receivers(gw, `other-${i}`)[0]!;
   });
   await inBatches(200, 25, async (i) => {
     await post(`${gw.base}/v1/chat/completions`, accounts[i]!.key, chatBody({ model: 'gpt-4o', mock: { requestId: `other-again-${i}` } }));
   });
-  t.same(Array.from({ length: 200 }, (_, i) => i).filter((i) => receiver(gw, `other-again-${i}`)[0] !== other[i]), [], 'per model, as stable');
+  t.same(Array.from({ length: 200 }, (_, i) => i).filter((i) => receivers(gw, `other-again-${i}`)[0] !== other[i]), [], 'per model, as stable');
   t.ok(other.some((c, i) => c !== first[i]), 'and not tied to the account\'s choice for the first model');
 
   // Each provider saw only its own credential.

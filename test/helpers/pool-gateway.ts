@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startMockProvider, type MockProvider } from '../fixtures/mock-provider.js';
-import { TEST_BACKEND, testModels } from './harness.js';
-import { parseMetrics } from './prometheus.js';
+import { post, TEST_BACKEND, testModels } from './harness.js';
+import { parseMetrics, seriesOf } from './prometheus.js';
 import { startRedis } from './redis.js';
 
 interface Teardown { teardown(fn: () => unknown): void }
@@ -161,4 +161,48 @@ export async function eventually(check: () => boolean | Promise<boolean>, tries 
     await new Promise((r) => setTimeout(r, 20));
   }
   return false;
+}
+
+/** The credentials whose provider got the call marked `marker` (its `mock.requestId`), by name. */
+export function receivers(gw: PoolGateway, marker: string): string[] {
+  return Object.entries(gw.mocks).filter(([, mock]) => mock.requests.some((r) => r.body.includes(`"${marker}"`))).map(([name]) => name);
+}
+
+/**
+ * Where each account's calls of `model` go while every credential is in rotation: one chat call
+ * each (sequential), read from the provider that got it. Keys are made until every credential
+ * named in `want` has at least two accounts, so a test always has some on each side.
+ */
+export async function affinity(gw: PoolGateway, want: readonly string[], model = 'gpt-4o-mini'): Promise<Map<string, Array<{ key: string; account: string }>>> {
+  const by = new Map<string, Array<{ key: string; account: string }>>(want.map((name) => [name, []]));
+  for (let round = 0; round < 8 && [...by.values()].some((list) => list.length < 2); round++) {
+    for (const account of await gw.keys(8)) {
+      const marker = `affinity-${account.account}-${model}`;
+      const r = await post(`${gw.base}/v1/chat/completions`, account.key, chatBody({ model, mock: { requestId: marker } }));
+      if (r.status !== 200) throw new Error(`affinity call: ${r.status} ${r.text}`);
+      const [name] = receivers(gw, marker);
+      by.get(name!)?.push(account);
+    }
+  }
+  return by;
+}
+
+/** The value of metric `name`'s series with these labels (undefined: no such series). */
+export async function metricOf(gw: PoolGateway, name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const all = seriesOf(await gw.metrics(), name);
+  return all.find((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+}
+
+/** A credit call's record as /usage/api shows it, by the request id the mock answered with. */
+export async function recordOf(gw: PoolGateway, key: string, requestId: string): Promise<any> {
+  const res = await fetch(`${gw.base}/usage/api?limit=100`, { headers: { authorization: `Bearer ${key}` } });
+  const usage = (await res.json()) as { requests: any[] };
+  return usage.requests.find((r) => r.requestId === requestId);
+}
+
+/** The access-log line of `requestId`, once the gateway has written it (it is written as the response closes). */
+export async function accessLineOf(gw: PoolGateway, requestId: string): Promise<any> {
+  const find = (): any => gw.accessLines().find((l) => l.requestId === requestId);
+  await eventually(() => find() !== undefined);
+  return find();
 }
