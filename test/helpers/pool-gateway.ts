@@ -169,8 +169,8 @@ export function receivers(gw: PoolGateway, marker: string): string[] {
 }
 
 /**
- * Where each account's calls of `model` go while every credential is in rotation: one chat call
- * each (sequential), read from the provider that got it. Keys are made until every credential
+ * Where each account's calls of `model` go while every credential is in rotation: one call each
+ * (chat, or Messages for a Claude model; sequential), read from the provider that got it. Keys are made until every credential
  * named in `want` has at least two accounts, so a test always has some on each side.
  */
 export async function affinity(gw: PoolGateway, want: readonly string[], model = 'gpt-4o-mini'): Promise<Map<string, Array<{ key: string; account: string }>>> {
@@ -178,7 +178,9 @@ export async function affinity(gw: PoolGateway, want: readonly string[], model =
   for (let round = 0; round < 8 && [...by.values()].some((list) => list.length < 2); round++) {
     for (const account of await gw.keys(8)) {
       const marker = `affinity-${account.account}-${model}`;
-      const r = await post(`${gw.base}/v1/chat/completions`, account.key, chatBody({ model, mock: { requestId: marker } }));
+      const r = model.startsWith('claude')
+        ? await post(`${gw.base}/v1/messages`, account.key, { model, max_tokens: 16, messages: [{ role: 'user', content: 'hello' }], mock: { requestId: marker } })
+        : await post(`${gw.base}/v1/chat/completions`, account.key, chatBody({ model, mock: { requestId: marker } }));
       if (r.status !== 200) throw new Error(`affinity call: ${r.status} ${r.text}`);
       const [name] = receivers(gw, marker);
       by.get(name!)?.push(account);
