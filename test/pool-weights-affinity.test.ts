@@ -12,6 +12,9 @@ async function inBatches(n: number, width: number, call: (i: number) => Promise<
   for (let i = 0; i < n; i += width) await Promise.all(Array.from({ length: Math.min(width, n - i) }, (_, j) => call(i + j)));
 }
 
+// 1,400 calls and a thousand keys: longer than tap's default on a shared machine and on Redis.
+t.setTimeout(10 * 60_000);
+
 t.test('weights 3:1 over 1,000 accounts: within 5 points of 75 % / 25 %; each (account, model) stays where it went', async (t) => {
   const gw = await startPoolGateway(t, { openai: [{ name: 'org-a', weight: 3 }, { name: 'org-b', weight: 1 }] });
   const accounts = await gw.keys(1000);
