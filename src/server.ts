@@ -6,6 +6,7 @@ import type { Config, Model } from './config/types.js';
 import { FORMATS } from './formats/index.js';
 import { requestLevers, type RequestLevers } from './formats/levers.js';
 import { requestFacts, type RequestFacts } from './formats/model.js';
+import { unsupportedIn } from './formats/references.js';
 import { continuedResponses, isResponseId } from './formats/responses.js';
 import type { FormatAdapter } from './formats/types.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
@@ -119,16 +120,17 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     const call = servable(route, facts, req);
     if (call === undefined) return refuse('model_not_available');
     const { model } = call;
-    // A priced option the model's price cannot price is refused before anything is forwarded
-    // (credit keys: a token key is charged tokens, whatever they cost).
-    const unpriced = key.mode === 'credit' ? unpricedRefusal(call.levers, model) : null;
-    if (unpriced !== null) {
+    // An option no call may use (a reference to an object stored on the provider's account,
+    // `background`), then a priced option the model's price cannot price, is refused before
+    // anything is forwarded.
+    const option = optionRefusal(call, key.mode === 'credit');
+    if (option !== null) {
       // A switched-off model is refused as such first (step 10 comes before this check).
       return store.modelEnabled(model.id, model.enabledByDefault, (enabled) => {
         store.release(key, requestId);
         if (enabled === null) return sendError(res, 'store_unavailable', requestId);
         if (!enabled) return sendError(res, 'model_not_available', requestId);
-        sendErrorSaying(res, 'unpriced_option', requestId, unpriced);
+        sendErrorSaying(res, option.code, requestId, option.message, option.member);
       });
     }
     const hold = holdFor(call.format, model, key.mode, facts, facts.raw.length, facts.stream, Date.now());
@@ -209,7 +211,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       if (body === null) return admit(req, res, route, hash, requestId, query);
       const facts = body === REFUSED ? undefined : requestFacts(body, scanner);
       const call = facts === undefined ? undefined : servable(route, facts, req);
-      if (facts === undefined || call === undefined || unpricedRefusal(call.levers, call.model) !== null) {
+      // A refusal of the body's options is due: the ordinary path answers steps 3–7 first.
+      if (facts === undefined || call === undefined || optionRefusal(call, true) !== null) {
         return admit(req, res, route, hash, requestId, query, { body, scanner });
       }
       const at = Date.now();
@@ -478,6 +481,25 @@ interface ServableCall {
   upstream: Upstream;
   format: FormatAdapter;
   levers: RequestLevers;
+}
+
+/** Why a call's options are refused before it is forwarded, for the error's code, message and param. */
+interface OptionRefusal {
+  code: 'unsupported_option' | 'unpriced_option';
+  message: string;
+  member: string | null;
+}
+
+/**
+ * The refusal a call's options earn: a reference to an object stored on the provider's account
+ * or `background: true` (any key), else a priced option its model's price cannot price (credit
+ * keys only: a token key is charged tokens, whatever they cost); null when there is none.
+ */
+function optionRefusal(call: ServableCall, credit: boolean): OptionRefusal | null {
+  const unsupported = unsupportedIn(call.facts, call.format.references);
+  if (unsupported !== null) return { code: 'unsupported_option', message: unsupported.message, member: unsupported.path };
+  const unpriced = credit ? unpricedRefusal(call.levers, call.model) : null;
+  return unpriced === null ? null : { code: 'unpriced_option', message: unpriced, member: null };
 }
 
 /** The stored responses a call continues (Hold.previousResponses), in formats whose provider stores them. */

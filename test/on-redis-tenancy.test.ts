@@ -3,4 +3,4 @@ import t from 'tap';
 import { runOnRedis } from './helpers/on-redis.js';
 
 t.setTimeout(20 * 60_000);
-runOnRedis(t, ['models-listed-per-key', 'provider-credential-refused', 'admin-csv-and-key-urls', 'request-head-limits']);
+runOnRedis(t, ['models-listed-per-key', 'provider-credential-refused', 'admin-csv-and-key-urls', 'request-head-limits', 'planted-members-billing', 'shared-account-references']);

@@ -8,7 +8,9 @@ import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
  * (per-key concurrency, interface.md), `store_unavailable` (the store failed: fail closed),
  * `internal_error` (a fault inside the gateway: a 500 of its own, so that a bug is never
  * reported as the provider's `upstream_unavailable`), `unpriced_option` (a request using a
- * priced option the model's price cannot price), `previous_response_not_found` and
+ * priced option the model's price cannot price), `unsupported_option` (a reference to an object
+ * stored on the provider's account, which every key shares, or `background: true`),
+ * `previous_response_not_found` and
  * `response_not_found` (a stored response of another account, or of none: the same answer either
  * way), and for requests refused before any route is known, by Node's HTTP parser or by the
  * gateway's own checks of the head: `malformed_request`, `headers_too_large`, `request_timeout`
@@ -35,6 +37,7 @@ export const GATEWAY_ERRORS = {
   store_unavailable: [503, 'api_error', 'The gateway cannot reach its store right now, so it cannot check or bill this call. Nothing was forwarded or billed. Retry shortly.'],
   internal_error: [500, 'api_error', 'The gateway failed while handling this request. Nothing was billed; quote the x-request-id when reporting it.'],
   unpriced_option: [400, 'invalid_request_error', 'This request uses an option that changes what the provider charges, and this gateway has no price for it on this model. Leave the option out, or ask the gateway\'s operator to price it.'],
+  unsupported_option: [400, 'invalid_request_error', 'This request refers to an object stored on the provider\'s account, or asks for a background response; this gateway forwards neither.'],
   malformed_request: [400, 'invalid_request_error', 'The request is not valid HTTP/1.1 (bad request line, header or body framing). A key pasted with a line break is a common cause.'],
   headers_too_large: [431, 'invalid_request_error', 'The request headers are larger, or more numerous, than this gateway accepts.'],
   request_timeout: [408, 'invalid_request_error', 'The request did not arrive in time.'],
@@ -73,12 +76,13 @@ export function errorBody(code: GatewayErrorCode): Buffer {
 
 /**
  * Sends one of the gateway's errors with a message naming what was wrong (built per call: only
- * for rare refusals whose message says which option of the request caused them).
+ * for rare refusals whose message says which option of the request caused them), and the
+ * request member it is about when the entry names none.
  */
-export function sendErrorSaying(res: ServerResponse, code: GatewayErrorCode, requestId: string, message: string): void {
+export function sendErrorSaying(res: ServerResponse, code: GatewayErrorCode, requestId: string, message: string, member: string | null = null): void {
   const [status, type, , param] = entryOf(code);
   noteCode(res, code);
-  const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: param ?? null } }));
+  const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: param ?? member } }));
   res.writeHead(status, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS_RESPONSE_HEADERS], requestId));
   res.end(body);
 }

@@ -216,6 +216,38 @@ interface Sw {
   extraKey: string;
   hold: string | null;
   holdAfter: number;
+  /** What a Responses answer repeats of the request (NO_ECHO: nothing was sent to repeat). */
+  echo: RespEcho;
+}
+
+/**
+ * The members of a request that OpenAI's Responses object repeats, as JSON text, in the plain
+ * answer and in the `response` of every stream event (and GET /v1/responses/{id}).
+ */
+interface RespEcho {
+  instructions: string;
+  promptCacheKey: string;
+  text: string;
+  tools: string;
+  user: string;
+  metadata: string;
+}
+
+const NO_ECHO: RespEcho = Object.freeze({ instructions: 'null', promptCacheKey: 'null', text: '{"format":{"type":"text"}}', tools: '[]', user: 'null', metadata: '{}' });
+const ECHOED = ['instructions', 'prompt_cache_key', 'text', 'tools', 'user', 'metadata'] as const;
+
+/** What a Responses answer repeats of this request body: NO_ECHO when it sets none of those members. */
+function responseEcho(body: Record<string, unknown>): RespEcho {
+  if (!ECHOED.some((name) => body[name] !== undefined)) return NO_ECHO;
+  const json = (name: (typeof ECHOED)[number], absent: string): string => (body[name] === undefined ? absent : JSON.stringify(body[name]));
+  return {
+    instructions: json('instructions', NO_ECHO.instructions),
+    promptCacheKey: json('prompt_cache_key', NO_ECHO.promptCacheKey),
+    text: json('text', NO_ECHO.text),
+    tools: json('tools', NO_ECHO.tools),
+    user: json('user', NO_ECHO.user),
+    metadata: json('metadata', NO_ECHO.metadata),
+  };
 }
 
 const DEFAULT_SW: Sw = Object.freeze({
@@ -249,6 +281,7 @@ const DEFAULT_SW: Sw = Object.freeze({
   extraKey: '',
   hold: null,
   holdAfter: 0,
+  echo: NO_ECHO,
 });
 
 function nonNeg(v: unknown, d: number): number {
@@ -290,6 +323,7 @@ function readSwitches(m: unknown): Sw {
     extraKey: JSON.stringify([o.serviceTier, o.audioInputTokens, o.audioOutputTokens, o.imageInputTokens, o.imageOutputTokens, o.cacheWrite1hTokens, o.webSearchRequests, o.usageJson, o.omitUsage]),
     hold: typeof o.hold === 'string' && o.hold.length > 0 ? o.hold : null,
     holdAfter: nonNeg(o.holdAfter, 0),
+    echo: NO_ECHO,
   };
 }
 
@@ -437,17 +471,24 @@ function searchItems(n: string, sw: Sw): string {
   return items;
 }
 
+/**
+ * OpenAI's Responses object, its members in OpenAI's order: what the request set and the object
+ * repeats (`instructions`, `prompt_cache_key`, `text`, `tools`, `user`, `metadata`: sw.echo)
+ * stands where OpenAI puts it, `user` and `metadata` after `usage`.
+ */
 function respObject(n: string, created: string, model: string, status: string, output: string, usage: string | null, error: string, sw: Sw = DEFAULT_SW): string {
+  const echo = sw.echo;
   return (
     '{"id":"resp_mock' + n +
     '","object":"response","created_at":' + created +
     ',"status":"' + status +
     '","background":false,"error":' + error +
-    ',"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":' + model +
+    ',"incomplete_details":null,"instructions":' + echo.instructions + ',"max_output_tokens":null,"model":' + model +
     ',"output":' + output +
-    ',"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null}' + tierMember(sw) +
-    ',"store":true,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled"' + (usage === null ? '' : ',"usage":' + usage) +
-    ',"user":null,"metadata":{}}'
+    ',"parallel_tool_calls":true,"previous_response_id":null,"prompt_cache_key":' + echo.promptCacheKey +
+    ',"reasoning":{"effort":null,"summary":null},"safety_identifier":null' + tierMember(sw) +
+    ',"store":true,"temperature":1,"text":' + echo.text + ',"tool_choice":"auto","tools":' + echo.tools + ',"top_p":1,"truncation":"disabled"' + (usage === null ? '' : ',"usage":' + usage) +
+    ',"user":' + echo.user + ',"metadata":' + echo.metadata + '}'
   );
 }
 
@@ -817,7 +858,7 @@ function* respStream(c: StreamCtx): Generator<Item> {
     yield ev(
       'response.failed',
       '"response":' +
-        respObject(n, c.created, c.model, 'failed', '[' + item + ']', usage, '{"code":"server_error","message":"mock error"}'),
+        respObject(n, c.created, c.model, 'failed', '[' + item + ']', usage, '{"code":"server_error","message":"mock error"}', sw),
     );
     return;
   }
@@ -1096,6 +1137,11 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       void pump(res, plainBytes(before, plan, after), 0, noHold);
       return;
     }
+    // An answer repeating what the request wrote is built whole: no template holds it.
+    if (sw.echo !== NO_ECHO) {
+      sendJson(res, 200, flavor, rid, PLAIN_BUILDERS[fmt]('' + n, '' + nowSec(), modelJson, fullText(sw.chunks), sw));
+      return;
+    }
     const t = templateFor(fmt, sw);
     const parts = t.parts;
     const holes = t.holes;
@@ -1155,7 +1201,11 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       const tier = body.service_tier === 'auto' ? 'default' : body.service_tier;
       sw = { ...sw, tier, extraKey: sw.extraKey + '|' + tier };
     }
-    if (fmt === RESP) remember(n, modelJson, sw, body.input);
+    if (fmt === RESP) {
+      const echo = responseEcho(body);
+      if (echo !== NO_ECHO) sw = { ...sw, echo };
+      remember(n, modelJson, sw, body.input);
+    }
     if (body.stream !== true) {
       respondPlain(res, fmt, rid, n, modelJson, sw);
       return;
