@@ -120,6 +120,11 @@ export class Credential {
     return rest === undefined || rest.until <= now;
   }
 
+  /** Whether it was never rested or taken out (so it is in rotation whatever the time). */
+  neverRested(): boolean {
+    return this.restUntil === 0 && this.out === null && this.modelRests.size === 0;
+  }
+
   /** Whether nothing about it is resting or out now (tollgate_upstream_credential_up). */
   up(now: number): boolean {
     if (!this.inRotation(null, now)) return false;
@@ -150,16 +155,18 @@ export class Rotation {
    * multiply-xor mix of the hash with its seed and one logarithm.
    */
   pick(account: string, model: string, tried: number): Credential | null {
-    const now = this.now();
     if (tried === 0 && this.outCount !== 0) {
-      const probe = this.probe(now);
+      const probe = this.probe(this.now());
       if (probe !== null) return probe;
     }
     const credentials = this.credentials;
     if (credentials.length === 1) {
       const only = credentials[0]!;
-      return only.inRotation(model, now) ? only : null;
+      // A credential never refused is in rotation without reading the clock (whose reading is
+      // a heap number per call).
+      return only.neverRested() || only.inRotation(model, this.now()) ? only : null;
     }
+    const now = this.now();
     const hash = stringHash(stringHash(FNV_OFFSET, account) ^ SEPARATOR, model);
     let best: Credential | null = null;
     let bestScore = -1;

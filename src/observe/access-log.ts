@@ -39,6 +39,17 @@ export interface AccessLog {
 }
 
 const str = (s: string | null): string => (s === null ? 'null' : SAFE.test(s) ? `"${s}"` : JSON.stringify(s));
+/**
+ * A provider credential's name as a JSON string. Credential names are few and fixed by the
+ * config (lower-case letters, digits, - and _): each is quoted once, not on every line.
+ */
+const quotedCredentials = new Map<string, string>();
+function credentialText(name: string | null): string {
+  if (name === null) return 'null';
+  let quoted = quotedCredentials.get(name);
+  if (quoted === undefined) quotedCredentials.set(name, (quoted = JSON.stringify(name)));
+  return quoted;
+}
 /** Strings that need no escaping in JSON (ids, prefixes, model names as usually written). */
 const SAFE = /^[\w.:\-/@+ ]*$/;
 
@@ -48,7 +59,7 @@ const SAFE = /^[\w.:\-/@+ ]*$/;
  * still go through JSON.stringify.
  */
 export function lineText(l: AccessLine): string {
-  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)},"attempts":${l.attempts},"credential":${str(l.credential)}}\n`;
+  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)},"attempts":${l.attempts},"credential":${credentialText(l.credential)}}\n`;
 }
 
 /** More than this waiting to be written (a stdout nobody reads) and lines are dropped, not held. */
