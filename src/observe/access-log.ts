@@ -40,15 +40,16 @@ export interface AccessLog {
 
 const str = (s: string | null): string => (s === null ? 'null' : SAFE.test(s) ? `"${s}"` : JSON.stringify(s));
 /**
- * A provider credential's name as a JSON string. Credential names are few and fixed by the
- * config (lower-case letters, digits, - and _): each is quoted once, not on every line.
+ * The line's last fields, `attempts` and `credential`, and its end. Credential names are few and
+ * fixed by the config: a call sent once (nearly all) takes its credential's text built the first
+ * time, not put together on every line.
  */
-const quotedCredentials = new Map<string, string>();
-function credentialText(name: string | null): string {
-  if (name === null) return 'null';
-  let quoted = quotedCredentials.get(name);
-  if (quoted === undefined) quotedCredentials.set(name, (quoted = JSON.stringify(name)));
-  return quoted;
+const sentOnceTails = new Map<string, string>();
+function tail(attempts: number, credential: string | null): string {
+  if (attempts !== 1 || credential === null) return `,"attempts":${attempts},"credential":${str(credential)}}\n`;
+  let text = sentOnceTails.get(credential);
+  if (text === undefined) sentOnceTails.set(credential, (text = `,"attempts":1,"credential":${str(credential)}}\n`));
+  return text;
 }
 /** Strings that need no escaping in JSON (ids, prefixes, model names as usually written). */
 const SAFE = /^[\w.:\-/@+ ]*$/;
@@ -59,7 +60,7 @@ const SAFE = /^[\w.:\-/@+ ]*$/;
  * still go through JSON.stringify.
  */
 export function lineText(l: AccessLine): string {
-  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)},"attempts":${l.attempts},"credential":${credentialText(l.credential)}}\n`;
+  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)}${tail(l.attempts, l.credential)}`;
 }
 
 /** More than this waiting to be written (a stdout nobody reads) and lines are dropped, not held. */
