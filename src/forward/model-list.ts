@@ -111,7 +111,7 @@ export class ModelListing implements Dispatcher.DispatchHandler {
     /** The provider's credentials, and the one this call went out with (sent once, not retried). */
     private readonly rotation: Rotation,
     private readonly credential: Credential,
-    /** The catalogue's models whose provider has its credential, by id. */
+    /** The catalogue's models whose provider has its credential, by id and by alias. */
     private readonly served: ReadonlyMap<string, Model>,
     private readonly clientStallMs: number,
   ) {
@@ -193,8 +193,9 @@ export class ModelListing implements Dispatcher.DispatchHandler {
     if (switches === null) return sendError(res, 'store_unavailable', this.requestId);
     const { key, served } = this;
     const list = filteredList(body, this.format, (id) => {
+      // A snapshot id the provider lists is an alias: allowed and switched as its entry.
       const model = served.get(id);
-      return model !== undefined && modelAllowed(key, id) && (switches.get(id) ?? model.enabledByDefault);
+      return model !== undefined && modelAllowed(key, model.id) && (switches.get(model.id) ?? model.enabledByDefault);
     });
     if (list === null) {
       log('warn', 'model_list_unreadable', { requestId: this.requestId, provider: this.credential.provider });
