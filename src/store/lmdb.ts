@@ -54,7 +54,7 @@ export interface StoreOptions {
 export class Store implements GatewayStore {
   readonly backend = 'lmdb' as const;
   private admits: Array<[KeyRecord, string, number, AdmitListener]> = [];
-  private holds: Array<[KeyRecord, string, Hold, HoldListener]> = [];
+  private holds: Array<[KeyRecord, string, Hold, HoldListener, ResponseOwner | null]> = [];
   private releases: Array<[KeyRecord, string]> = [];
   private records: Array<[KeyRecord, UsageRecord, Charge, CommitListener, boolean, MadeResponse | null]> = [];
   private flushScheduled = false;
@@ -289,10 +289,14 @@ export class Store implements GatewayStore {
     done(row === undefined ? undefined : rowToResponse(row), null);
   }
 
-  /** Whether `account` made every one of these responses (each a read of the state as of this turn). */
-  private madeAll(account: string, ids: readonly string[]): boolean {
-    for (const id of ids) if (this.responses.get([account, id]) === undefined) return false;
-    return true;
+  /**
+   * When `account` made every one of these responses (each a read of the state as of this turn),
+   * the owner record of the last; else undefined.
+   */
+  private madeAll(account: string, ids: readonly string[]): ResponseOwner | undefined {
+    let row: ResponseRow | undefined;
+    for (const id of ids) if ((row = this.responses.get([account, id])) === undefined) return undefined;
+    return row === undefined ? undefined : rowToResponse(row);
   }
 
   readModelSwitches(done: (switches: ReadonlyMap<string, boolean> | null) => void): void {
@@ -327,15 +331,16 @@ export class Store implements GatewayStore {
     // Step 10's run-time switch, read now as every other read of the request path.
     if (!(this.modelSwitches.get(hold.model) ?? hold.enabledByDefault)) {
       this.release(key, callId);
-      return done('model_not_available');
+      return done('model_not_available', null);
     }
     // The responses it continues, read now too: a foreign or unknown one is refused before the
     // funds are checked again, and nothing is held.
-    if (hold.previousResponses !== null && !this.madeAll(key.account, hold.previousResponses)) {
+    const continued = hold.previousResponses === null ? null : this.madeAll(key.account, hold.previousResponses);
+    if (continued === undefined) {
       this.release(key, callId);
-      return done('previous_response_not_found');
+      return done('previous_response_not_found', null);
     }
-    this.holds.push([key, callId, hold, done]);
+    this.holds.push([key, callId, hold, done, continued]);
     this.schedule();
   }
 
@@ -413,7 +418,7 @@ export class Store implements GatewayStore {
       const [refusal, retryAfter] = failure === null ? admitted[i]! : ['store_unavailable' as const, 0];
       tell(admits[i]![3], refusal, retryAfter);
     }
-    for (let i = 0; i < holds.length; i++) tell(holds[i]![3], failure === null ? held[i]! : 'store_unavailable', 0);
+    for (let i = 0; i < holds.length; i++) tell(holds[i]![3], failure === null ? held[i]! : 'store_unavailable', failure === null && held[i] === null ? holds[i]![4] : null);
     if (records.length === 0) return;
     if (failure === null && this.fsync === 'commit' && !this.syncedCommits) {
       // One asynchronous flush (lmdb-js's worker thread) for the whole group, then the answers.
@@ -462,7 +467,7 @@ export class Store implements GatewayStore {
   }
 
   /** Places the queued holds in order, each re-checking the funds net of the holds before it. */
-  private placeHolds(holds: Array<[KeyRecord, string, Hold, HoldListener]>, accounts: AccountCache, decisions: Array<GatewayErrorCode | null>): void {
+  private placeHolds(holds: Array<[KeyRecord, string, Hold, HoldListener, ResponseOwner | null]>, accounts: AccountCache, decisions: Array<GatewayErrorCode | null>): void {
     for (const [key, callId, hold] of holds) {
       const acct = accounts.get(key.account);
       const short = acct === undefined ? null : fundsRefusal(rowToAccount(acct));
@@ -621,6 +626,8 @@ export class Store implements GatewayStore {
           status: INTERRUPTED_STATUS, inputTokens: call[5], outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
           costNano: credit ? call[4] : null, tokensCharged: credit ? 0 : call[4], error: 'interrupted', estimated: true, clientGone: false,
           ...PLAIN_USAGE_DETAIL, estimateReason: 'interrupted',
+          // Its process died with it: how many sends it took, and with which credential, died too.
+          attempts: 1, credential: null,
         };
         this.usage.put([keyId, record.at, callId], usageToRow(record));
         this.addDaily([keyId, this.dayOf(record.at), record.model], [1, credit ? call[4] : 0, record.tokensCharged]);

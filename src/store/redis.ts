@@ -77,6 +77,11 @@ const responseName = (account: string, id: string): string => `tg:{${account}}:r
 const ownerCalls = (owner: string): string => `tg:o:${owner}`;
 const heartbeat = (owner: string): string => `tg:p:${owner}`;
 
+/** The owner record a script returned (JSON of its ResponseRow), or null. */
+function ownerOf(json: string | null | undefined): ResponseOwner | null {
+  return json ? rowToResponse(JSON.parse(json) as ResponseRow) : null;
+}
+
 /** A usage record's member in its key's index: ordered by time, then call id (as LMDB orders them). */
 const member = (at: number, callId: string): string => `${String(at).padStart(15, '0')}:${callId}`;
 
@@ -221,7 +226,7 @@ export class RedisStore implements GatewayStore {
     if (credit.previousResponses !== null) args.push(...credit.previousResponses);
     const decided = (err: Error | null, reply: unknown, switchedOn = true): void => {
       if (err !== null) return this.admitFailed(hash, callId, err, done);
-      const [code, retryAfter, raw] = reply as [string, number, string | null];
+      const [code, retryAfter, raw, owner] = reply as [string, number, string | null, string | null | undefined];
       const key = raw ? this.keyOf(raw) : undefined;
       if (!this.single) {
         if (code !== '') this.unindex(ownerMember);
@@ -231,7 +236,7 @@ export class RedisStore implements GatewayStore {
           return safely(() => done(key, 'model_not_available', 0));
         }
       }
-      safely(() => done(key, code === '' ? null : (code as GatewayErrorCode), retryAfter));
+      safely(() => done(key, code === '' ? null : (code as GatewayErrorCode), retryAfter, ownerOf(owner)));
     };
     if (this.single) return this.run(this.hot.admit, args, decided);
     // On a Cluster the switch and the owner index are in other slots: sent in the same turn, so
@@ -312,13 +317,14 @@ export class RedisStore implements GatewayStore {
       if (err !== null) {
         this.failed('hold', err);
         this.release(key, callId);
-        return safely(() => done('store_unavailable'));
+        return safely(() => done('store_unavailable', null));
       }
       if (!switchedOn) {
         this.release(key, callId);
-        return safely(() => done('model_not_available'));
+        return safely(() => done('model_not_available', null));
       }
-      safely(() => done(reply === '' ? null : (reply as GatewayErrorCode)));
+      const [code, owner] = reply as [string, string | null];
+      safely(() => done(code === '' ? null : (code as GatewayErrorCode), ownerOf(owner)));
     };
     if (this.single) return this.run(this.hot.hold, args, placed);
     // On a Cluster the switch and the owner index are in other slots: sent in the same turn,
@@ -525,6 +531,8 @@ export class RedisStore implements GatewayStore {
       status: INTERRUPTED_STATUS, inputTokens: Number(c.it ?? '0'), outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
       costNano: credit ? charge : null, tokensCharged: credit ? 0 : charge, error: 'interrupted', estimated: true, clientGone: false,
       ...PLAIN_USAGE_DETAIL, estimateReason: 'interrupted',
+      // Its process died with it: how many sends it took, and with which credential, died too.
+      attempts: 1, credential: null,
     };
     const keys = [callsName(hash), accountName(c.a), usageIndex(hash), usageRows(hash), dayName(hash, at)];
     if (this.single) keys.push(ownerCalls(owner));
