@@ -134,11 +134,12 @@ t.test('--mock: every answer says so, and no credential variable is read', async
 
   // What the gateway sends the in-process mock: its own credential, never a variable of the host.
   const config = pointedAtMock(loadConfig(undefined), 'http://127.0.0.1:1');
-  const upstreams = buildUpstreams(config, { ...MOCK_PROVIDER_ENV, OPENAI_API_KEY: 'sk-real', ANTHROPIC_API_KEY: 'sk-ant-real' });
+  const quiet = { out: () => {}, back: () => {}, rested: () => {} };
+  const upstreams = buildUpstreams(config, { ...MOCK_PROVIDER_ENV, OPENAI_API_KEY: 'sk-real', ANTHROPIC_API_KEY: 'sk-ant-real' }, Date.now, quiet);
   for (const u of upstreams.values()) {
     t.equal(u.provider.origin, 'http://127.0.0.1:1', `${u.provider.name} goes to the mock`);
     t.ok(u.usable, `${u.provider.name} is usable`);
-    t.notMatch(u.credential[1], /real/, `${u.provider.name} never carries the host's credential`);
+    for (const c of u.rotation.credentials) t.notMatch(c.header[1], /real/, `${u.provider.name} never carries the host's credential`);
   }
   await closeUpstreams(upstreams);
 });
