@@ -5,8 +5,8 @@
  */
 import t from 'tap';
 import { RedisStore } from '../src/store/redis.js';
-import type { Hold } from '../src/store/store.js';
-import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/store/types.js';
+import type { Hold } from '../src/domain/types.js';
+import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/domain/types.js';
 import { startRedis } from './helpers/redis.js';
 
 const HOLD: Hold = { amount: 5000, interruptedCharge: 100, interruptedInputTokens: 10, endpoint: 'chat', model: 'm', enabledByDefault: true, stream: false, at: Date.UTC(2027, 0, 1), previousResponses: null };

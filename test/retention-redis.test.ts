@@ -6,7 +6,7 @@
 import t from 'tap';
 import { RedisStore } from '../src/store/redis.js';
 import { RetentionSweeper } from '../src/store/retention.js';
-import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/store/types.js';
+import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/domain/types.js';
 import { startRedis } from './helpers/redis.js';
 
 const DAY = 86_400_000;

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Store } from '../src/store/lmdb.js';
-import { PLAIN_USAGE_DETAIL } from '../src/store/types.js';
+import { PLAIN_USAGE_DETAIL } from '../src/domain/types.js';
 import { eventually } from './helpers/client-gone.js';
 import { allRecords, defaultConfig, post, runCli, startGateway, usageOf } from './helpers/harness.js';
 import { startRedis } from './helpers/redis.js';

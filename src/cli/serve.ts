@@ -10,9 +10,8 @@ import { log } from '../log.js';
 import { stdoutAccessLog } from '../observe/access-log.js';
 import { answerClusterMetricRequests, clusterMetrics, Metrics } from '../observe/metrics.js';
 import { configFrom, parse, storePlanFrom, UsageError, wholeNumber } from './common.js';
-import { checkLmdbBinding, openStore, type StorePlan } from '../store/open.js';
-import type { GatewayStore } from '../store/store.js';
-import { RetentionSweeper } from '../store/retention.js';
+import type { GatewayStore } from '../domain/interfaces.js';
+import { checkLmdbBinding, openStore, RetentionSweeper, type StorePlan } from '../store/store.js';
 import { SERVE_USAGE } from './usage-text.js';
 
 const SERVE_OPTIONS = {

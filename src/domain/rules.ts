@@ -1,11 +1,10 @@
-import type { GatewayErrorCode } from '../http/errors.js';
-import type { Account, KeyMode, KeyRecord } from '../store/types.js';
+import type { Account, KeyMode, KeyRecord, Refusal } from './types.js';
 
 /**
  * Whether a known key may call this surface now: steps 4 and 5 of the spec's order of checks
  * (status, then expiry, then surface).
  */
-export function keyRefusal(key: KeyRecord, surface: KeyMode, now: number): GatewayErrorCode | null {
+export function keyRefusal(key: KeyRecord, surface: KeyMode, now: number): Refusal | null {
   if (key.status !== 'active') return 'key_suspended';
   // "Past its expiry": the expiry instant itself is the key's last working moment.
   if (key.expiresAt !== null && now > key.expiresAt) return 'key_expired';

@@ -12,8 +12,8 @@ import { expectRecord, noteFirstByte, noteRecord } from '../observe/call.js';
 import { chargeFor, usageDetail } from '../meter/charge.js';
 import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
-import type { CommitListener, Ledger } from '../store/store.js';
-import type { KeyRecord, UsageRecord } from '../store/types.js';
+import type { CommitListener, Ledger } from '../domain/interfaces.js';
+import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import { notePassed } from './young-gc.js';
 
 /** What a metered call needs besides the response: who pays, for what, at which price. */

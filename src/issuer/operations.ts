@@ -2,8 +2,8 @@ import { hostname } from 'node:os';
 import { displayPrefix, generateKey, hashKey, isWellFormedKey } from '../auth/keys.js';
 import type { Config } from '../config/types.js';
 import { formatUsd } from '../money.js';
-import type { AuditEntry, IssuerStore } from '../store/store.js';
-import type { Account, KeyRecord, KeyStatus } from '../store/types.js';
+import type { IssuerStore } from '../domain/interfaces.js';
+import type { Account, AuditEntry, KeyRecord, KeyStatus } from '../domain/types.js';
 import { IssuerError } from './errors.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from './input.js';
 

@@ -1,7 +1,7 @@
 import { RATE_KINDS, type PriceNano, type Rates } from '../config/types.js';
 import { STANDARD_TIERS } from '../formats/levers.js';
 import type { Usage } from '../formats/types.js';
-import type { KeyMode, UsageRecord } from '../store/types.js';
+import type { KeyMode, UsageRecord } from '../domain/types.js';
 
 /** A call's price in nUSD, why any part of it was charged at the worst-case rate (null when none was), and whether long-context rates applied. */
 export interface Cost {

@@ -5,12 +5,11 @@ import { dirname, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { log } from '../log.js';
 import { assertFixedLmdbBinding } from './binding.js';
-import { fundsRefusal, keyRefusal } from '../admit/admit.js';
-import type { GatewayErrorCode } from '../http/errors.js';
+import type { AdmissionListener, CommitListener, GatewayStore, HoldListener } from '../domain/interfaces.js';
+import { fundsRefusal, keyRefusal } from '../domain/rules.js';
 import { accountToRow, keyToRow, responseToRow, rowToAccount, rowToKey, rowToResponse, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type ResponseRow, type UsageRow } from './rows.js';
-import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldListener, MadeResponse, NewKey, ResponseCursor } from './store.js';
-import { PendingAudit } from './store.js';
-import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type ResponseOwner, type UsageRecord } from './types.js';
+import { PLAIN_USAGE_DETAIL, type Account, type AuditEntry, type Charge, type DailyTotals, type Hold, type KeyMode, type KeyRecord, type MadeResponse, type NewKey, type Refusal, type ResponseCursor, type ResponseOwner, type UsageRecord } from '../domain/types.js';
+import { PendingAudit } from './audit.js';
 
 const WINDOW_MS = 60_000;
 
@@ -21,10 +20,8 @@ export const OWNER_STALE_MS = 10_000;
 /** How often a serving process looks for calls whose process died. */
 export const SWEEP_MS = 2_000;
 
-export type { AdmissionListener, AuditEntry, Charge, CommitListener, Hold, HoldListener, NewKey } from './store.js';
-
 /** Told the outcome of step 7 (rate window, concurrency slot): null admitted, else the refusal. */
-type AdmitListener = (refusal: GatewayErrorCode | null, retryAfter: number) => void;
+type AdmitListener = (refusal: Refusal | null, retryAfter: number) => void;
 
 /**
  * When a commit reaches the disk:
@@ -382,8 +379,8 @@ export class Store implements GatewayStore {
     this.holds = [];
     this.releases = [];
     this.records = [];
-    const admitted: Array<[GatewayErrorCode | null, number]> = [];
-    const held: Array<GatewayErrorCode | null> = [];
+    const admitted: Array<[Refusal | null, number]> = [];
+    const held: Array<Refusal | null> = [];
     let failure: unknown = null;
     try {
       this.root.transactionSync(() => {
@@ -429,7 +426,7 @@ export class Store implements GatewayStore {
    * written once per group, however many of its requests the group holds; a key's calls in
    * flight are counted from its entries (at most its limit, so the count is short).
    */
-  private countRequests(admits: Array<[KeyRecord, string, number, AdmitListener]>, decisions: Array<[GatewayErrorCode | null, number]>): void {
+  private countRequests(admits: Array<[KeyRecord, string, number, AdmitListener]>, decisions: Array<[Refusal | null, number]>): void {
     const windows = new Map<string, [number, number]>();
     for (const [key, callId, now] of admits) {
       let window: [number, number] | undefined;
@@ -456,7 +453,7 @@ export class Store implements GatewayStore {
   }
 
   /** Places the queued holds in order, each re-checking the funds net of the holds before it. */
-  private placeHolds(holds: Array<[KeyRecord, string, Hold, HoldListener]>, accounts: AccountCache, decisions: Array<GatewayErrorCode | null>): void {
+  private placeHolds(holds: Array<[KeyRecord, string, Hold, HoldListener]>, accounts: AccountCache, decisions: Array<Refusal | null>): void {
     for (const [key, callId, hold] of holds) {
       const acct = accounts.get(key.account);
       const short = acct === undefined ? null : fundsRefusal(rowToAccount(acct));

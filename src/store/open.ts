@@ -1,5 +1,5 @@
+import type { GatewayStore } from '../domain/interfaces.js';
 import type { StoreOptions } from './lmdb.js';
-import type { GatewayStore } from './store.js';
 
 /** Where the state lives: LMDB in a data directory, or a Redis/Valkey server (or Cluster). */
 export type StorePlan = { backend: 'lmdb'; dataDir: string } | { backend: 'redis'; url: string };

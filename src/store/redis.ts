@@ -2,14 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_RESPONSE_RETENTION_DAYS } from '../config/load.js';
-import type { GatewayErrorCode } from '../http/errors.js';
+import type { AdmissionListener, CommitListener, GatewayStore, HoldListener } from '../domain/interfaces.js';
 import { log } from '../log.js';
 import { responseToRow, rowToResponse, rowToUsage, usageToRow, type ResponseRow } from './rows.js';
 import { ADMIT, CREATE, FORGET, HOLD, ORPHAN, RELEASE, SETTLE, SWITCH, TOPUP, UPDATE } from './redis-scripts.js';
 import type { StoreDump } from './lmdb.js';
-import type { AdmissionListener, AuditEntry, Charge, CommitListener, GatewayStore, Hold, HoldEitherWay, HoldListener, MadeResponse, NewKey } from './store.js';
-import { PendingAudit } from './store.js';
-import { PLAIN_USAGE_DETAIL, type Account, type DailyTotals, type KeyMode, type KeyRecord, type ResponseOwner, type UsageRecord } from './types.js';
+import { PLAIN_USAGE_DETAIL, type Account, type AuditEntry, type Charge, type DailyTotals, type Hold, type HoldEitherWay, type KeyMode, type KeyRecord, type MadeResponse, type NewKey, type Refusal, type ResponseOwner, type UsageRecord } from '../domain/types.js';
+import { PendingAudit } from './audit.js';
 
 /**
  * The Redis/Valkey backend: any number of gateway hosts share one store and behave as one.
@@ -202,7 +201,7 @@ export class RedisStore implements GatewayStore {
       const key = raw ? this.keyOf(raw) : undefined;
       // On a Cluster the owner's index is in another slot: a slot taken is indexed now.
       if (!this.single && this.owner !== null && code === '' && key?.concurrency != null) void this.client.sadd(ownerCalls(this.owner), ownerMember).catch(() => undefined);
-      safely(() => done(key, code === '' ? null : (code as GatewayErrorCode), retryAfter));
+      safely(() => done(key, code === '' ? null : (code as Refusal), retryAfter));
     });
   }
 
@@ -230,7 +229,7 @@ export class RedisStore implements GatewayStore {
           return safely(() => done(key, 'model_not_available', 0));
         }
       }
-      safely(() => done(key, code === '' ? null : (code as GatewayErrorCode), retryAfter));
+      safely(() => done(key, code === '' ? null : (code as Refusal), retryAfter));
     };
     if (this.single) return this.run(this.hot.admit, args, decided);
     // On a Cluster the switch and the owner index are in other slots: sent in the same turn, so
@@ -310,7 +309,7 @@ export class RedisStore implements GatewayStore {
         this.release(key, callId);
         return safely(() => done('model_not_available'));
       }
-      safely(() => done(reply === '' ? null : (reply as GatewayErrorCode)));
+      safely(() => done(reply === '' ? null : (reply as Refusal)));
     };
     if (this.single) return this.run(this.hot.hold, args, placed);
     // On a Cluster the switch and the owner index are in other slots: sent in the same turn,

@@ -1,4 +1,4 @@
-import type { Account, KeyRecord, ResponseOwner, UsageRecord } from './types.js';
+import type { Account, KeyRecord, ResponseOwner, UsageRecord } from '../domain/types.js';
 
 /**
  * Values are stored as flat arrays, not objects: msgpackr encodes an object as a "record" whose
