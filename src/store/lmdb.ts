@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { log } from '../log.js';
 import { assertFixedLmdbBinding } from './binding.js';
 import type { AdmissionListener, CommitListener, GatewayStore, HoldListener } from '../domain/interfaces.js';
 import { fundsRefusal, keyRefusal } from '../domain/rules.js';
-import { accountToRow, keyToRow, responseToRow, rowToAccount, rowToKey, rowToResponse, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type ResponseRow, type UsageRow } from './rows.js';
+import { newInstanceId, ownProof, proofFrom, proofText, provenGone } from './instance.js';
+import { accountToRow, keyToRow, processToRow, responseToRow, rowToAccount, rowToKey, rowToProcess, rowToResponse, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type ResponseRow, type UsageRow } from './rows.js';
 import { PLAIN_USAGE_DETAIL, type Account, type AuditEntry, type Charge, type DailyTotals, type Hold, type KeyMode, type KeyRecord, type MadeResponse, type NewKey, type Refusal, type ResponseCursor, type ResponseOwner, type UsageRecord } from '../domain/types.js';
 import { PendingAudit } from './audit.js';
 
@@ -58,6 +58,8 @@ export class Store implements GatewayStore {
   /** This process's id as the owner of its calls in flight, once it serves (see serveCalls). */
   private owner: string | null = null;
   private heartbeatDue = false;
+  /** What proves this process gone to others on this machine (store/instance.ts), as its row holds it. */
+  private proof = '';
   private ownerTimers: NodeJS.Timeout[] = [];
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly fsync: FsyncMode;
@@ -392,7 +394,7 @@ export class Store implements GatewayStore {
         accounts.writeBack();
         if (this.heartbeatDue && this.owner !== null) {
           this.heartbeatDue = false;
-          this.processes.put(this.owner, [hostname(), process.pid, Date.now()]);
+          this.processes.put(this.owner, processToRow(Date.now(), this.proof));
         }
       });
     } catch (err) {
@@ -537,13 +539,15 @@ export class Store implements GatewayStore {
    * Makes this process the owner of the calls it forwards: registers it with a heartbeat
    * (every HEARTBEAT_MS, in the group commit), settles at once every call left in flight by a
    * process that is gone (a previous run killed with -9, a cluster worker that died), and
-   * keeps looking every SWEEP_MS. A process is gone when it ran on this host and its pid no
-   * longer exists, or when its heartbeat is older than OWNER_STALE_MS.
+   * keeps looking every SWEEP_MS. A process is gone when its heartbeat is older than
+   * OWNER_STALE_MS, or, at once, when it is proven gone (same boot, same PID namespace, and its
+   * pid gone or reused: store/instance.ts).
    */
   serveCalls(): Promise<void> {
     if (this.owner !== null) return Promise.resolve();
-    this.owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
-    this.root.transactionSync(() => this.processes.put(this.owner!, [hostname(), process.pid, Date.now()]));
+    this.owner = newInstanceId();
+    this.proof = proofText(ownProof());
+    this.root.transactionSync(() => this.processes.put(this.owner!, processToRow(Date.now(), this.proof)));
     this.settleOrphans(Date.now());
     const beat = setInterval(() => {
       this.heartbeatDue = true;
@@ -831,19 +835,10 @@ function tellCommitted(listener: CommitListener, error: unknown): void {
   tell((e: unknown) => listener.committed(e), error, undefined);
 }
 
-/** Whether a registered serving process is gone: its pid is gone on this host, or its heartbeat is stale. */
-function ownerIsGone([host, pid, beat]: ProcessRow, now: number): boolean {
-  if (host === hostname() && !pidAlive(pid)) return true;
-  return now - beat > OWNER_STALE_MS;
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+/** Whether a registered serving process is gone: its heartbeat is stale, or it is proven gone on this machine. */
+function ownerIsGone(row: ProcessRow, now: number): boolean {
+  const { beat, proof } = rowToProcess(row);
+  return now - beat > OWNER_STALE_MS || provenGone(proofFrom(proof));
 }
 
 /**

@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_RESPONSE_RETENTION_DAYS } from '../config/load.js';
 import type { AdmissionListener, CommitListener, GatewayStore, HoldListener } from '../domain/interfaces.js';
 import { log } from '../log.js';
+import { newInstanceId, ownProof, proofFrom, proofText, provenGone } from './instance.js';
 import { responseToRow, rowToResponse, rowToUsage, usageToRow, type ResponseRow } from './rows.js';
 import { ADMIT, CREATE, FORGET, HOLD, ORPHAN, RELEASE, SETTLE, SWITCH, TOPUP, UPDATE } from './redis-scripts.js';
 import type { StoreDump } from './lmdb.js';
@@ -431,10 +431,12 @@ export class RedisStore implements GatewayStore {
 
   serveCalls(): Promise<void> {
     if (this.serving !== null) return this.serving;
-    const owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+    const owner = newInstanceId();
     this.owner = owner;
+    // The heartbeat's value: when it beat, then what proves this process gone (store/instance.ts).
+    const proof = proofText(ownProof());
     const beat = (): void => {
-      this.client.set(heartbeat(owner), String(Date.now()), 'PX', OWNER_TTL_MS).catch(() => undefined);
+      this.client.set(heartbeat(owner), `${Date.now()} ${proof}`, 'PX', OWNER_TTL_MS).catch(() => undefined);
     };
     beat();
     void this.client.sadd(OWNERS, owner).catch(() => undefined);
@@ -491,12 +493,13 @@ export class RedisStore implements GatewayStore {
 
   /**
    * Gone: its heartbeat expired, or (the LMDB backend's rule, at once rather than after the
-   * heartbeat's TTL) it ran on this host and its pid no longer exists.
+   * heartbeat's TTL) it is proven gone on this machine: same boot, same PID namespace, its pid
+   * gone or reused (store/instance.ts). A heartbeat of an older build holds no proof.
    */
   private async ownerIsGone(owner: string): Promise<boolean> {
-    const [host, pid] = owner.split('/');
-    if (host === hostname() && !pidAlive(Number(pid))) return true;
-    return (await this.client.exists(heartbeat(owner))) === 0;
+    const beat = await this.client.get(heartbeat(owner));
+    if (beat === null) return true;
+    return provenGone(proofFrom(beat.slice(beat.indexOf(' ') + 1)));
   }
 
   /** One orphaned call, from its entry as read (`raw`) and its account's mode. */
@@ -889,15 +892,6 @@ function tellCommitted(listener: CommitListener, error: unknown): void {
     listener.committed(error);
   } catch (err) {
     log('error', 'commit_listener_failed', { error: String(err) });
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -79,8 +79,23 @@ export type CallRow = [string, string, number, number, number, number, string, s
 /** 0: holds a concurrency slot only (not forwarded); 1: hold placed, forwarded or about to be. */
 export type CallPhase = 0 | 1;
 
-/** A serving process, keyed by its owner id: [host name, pid, last heartbeat (ms)]. */
-export type ProcessRow = [string, number, number];
+/**
+ * A serving process, keyed by its owner id: [host name, pid, last heartbeat (ms), proof].
+ * Rows written since processes are known by identity (store/instance.ts) hold '' and 0 for the
+ * host and the pid, which builds that took a pid of this host for proof read as "another host"
+ * (so they go by the heartbeat), and the proof (boot, PID namespace, pid, start time) last.
+ */
+export type ProcessRow = [string, number, number, string?];
+
+/** This process's row, beating at `beat`. */
+export function processToRow(beat: number, proof: string): ProcessRow {
+  return ['', 0, beat, proof];
+}
+
+/** A process row's heartbeat and proof (none in rows of older builds: their heartbeat alone decides). */
+export function rowToProcess(r: ProcessRow): { beat: number; proof: string | null } {
+  return { beat: r[2], proof: r[3] ?? null };
+}
 
 /** A response's owner record, keyed [account id, response id]: [provider, credential, at (ms)]. */
 export type ResponseRow = [string, string, number];
