@@ -6,13 +6,16 @@ import type { Config, Model } from './config/types.js';
 import { FORMATS } from './formats/index.js';
 import { requestLevers, type RequestLevers } from './formats/levers.js';
 import { requestFacts, type RequestFacts } from './formats/model.js';
+import { unsupportedIn } from './formats/references.js';
 import { continuedResponses, isResponseId } from './formats/responses.js';
 import type { FormatAdapter } from './formats/types.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange } from './forward/exchange.js';
+import { emptyList, ModelListing, modelListFormat, modelListPath, type ModelListFormat } from './forward/model-list.js';
 import { buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
 import { bodyAtHand, readBody, REFUSED, TOO_LARGE, type RequestBody } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
+import { headRefusal } from './http/request-head.js';
 import { Drain } from './http/drain.js';
 import { sendError, sendErrorSaying, type GatewayErrorCode } from './http/errors.js';
 import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } from './http/headers.js';
@@ -20,8 +23,9 @@ import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
 import { log } from './log.js';
 import { holdFor } from './meter/hold.js';
-import { serveHealthz, serveReadyz } from './admin/health.js';
+import { serveHealthz, serveReadyz, type Readiness } from './admin/health.js';
 import type { AccessLog } from './observe/access-log.js';
+import { CredentialRefusals } from './observe/credential-refusals.js';
 import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
 import type { Metrics } from './observe/metrics.js';
 import { unpricedRefusal } from './meter/levers.js';
@@ -38,6 +42,8 @@ export interface GatewayOptions {
   metrics?: Metrics | null;
   /** The access log (null: off, `log.access: false`). */
   accessLog?: AccessLog | null;
+  /** Where providers' refusals of the gateway's credential are noted (default: this process's own). */
+  credentialRefusals?: CredentialRefusals;
 }
 
 export interface Gateway {
@@ -62,13 +68,16 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   options.metrics?.watchUpstreamQueues(() => queuedCalls(upstreams));
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
+  /** The catalogue's models whose provider has its credential: the only ones GET /models may list. */
+  const servedModels = new Map([...config.models].filter(([, model]) => upstreamOf(model.provider.name).usable));
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
   const clientStallMs = config.limits.clientStallMs;
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
   void store.serveCalls();
-  const { maxRequestBytes, maxJsonDepth } = config.limits;
-  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null);
-  const readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
+  const { maxRequestBytes, maxJsonDepth, maxHeaderCount } = config.limits;
+  const credentialRefusals = options.credentialRefusals ?? new CredentialRefusals();
+  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null, credentialRefusals);
+  const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
   const drain = new Drain();
   /** The largest body taken before its admission when it came whole with the request's head. */
   const earlyBodyLimit = Math.min(maxRequestBytes, EARLY_BODY_LIMIT);
@@ -98,16 +107,17 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     const call = servable(route, facts, req);
     if (call === undefined) return refuse('model_not_available');
     const { model } = call;
-    // A priced option the model's price cannot price is refused before anything is forwarded
-    // (credit keys: a token key is charged tokens, whatever they cost).
-    const unpriced = key.mode === 'credit' ? unpricedRefusal(call.levers, model) : null;
-    if (unpriced !== null) {
+    // An option no call may use (a reference to an object stored on the provider's account,
+    // `background`), then a priced option the model's price cannot price, is refused before
+    // anything is forwarded.
+    const option = optionRefusal(call, key.mode === 'credit');
+    if (option !== null) {
       // A switched-off model is refused as such first (step 10 comes before this check).
       return store.modelEnabled(model.id, model.enabledByDefault, (enabled) => {
         store.release(key, requestId);
         if (enabled === null) return sendError(res, 'store_unavailable', requestId);
         if (!enabled) return sendError(res, 'model_not_available', requestId);
-        sendErrorSaying(res, 'unpriced_option', requestId, unpriced);
+        sendErrorSaying(res, option.code, requestId, option.message, option.member);
       });
     }
     const hold = holdFor(call.format, model, key.mode, facts, facts.raw.length, facts.stream, Date.now());
@@ -183,7 +193,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       if (body === null) return admit(req, res, route, hash, requestId, query);
       const facts = body === REFUSED ? undefined : requestFacts(body, scanner);
       const call = facts === undefined ? undefined : servable(route, facts, req);
-      if (facts === undefined || call === undefined || unpricedRefusal(call.levers, call.model) !== null) {
+      // A refusal of the body's options is due: the ordinary path answers steps 3–7 first.
+      if (facts === undefined || call === undefined || optionRefusal(call, true) !== null) {
         return admit(req, res, route, hash, requestId, query, { body, scanner });
       }
       const at = Date.now();
@@ -216,12 +227,23 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     });
   }
 
-  /** GET /models: the catalogue of the provider `catalogProvider` names for the caller's format. */
-  function models(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
+  /**
+   * GET /models: the list of the provider `catalogProvider` names for the caller's format, cut
+   * down to what the key may call (forward/model-list.ts); the run-time switches are read beside
+   * the provider call, in one store read.
+   */
+  function models(req: IncomingMessage, res: ServerResponse, key: KeyRecord, requestId: string): void {
     unmeteredSlot(res, key, requestId);
     const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
-    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, upstream === catalog.anthropic);
-    passThrough(req, res, requestId, upstream, 'GET', route.upstreamPath + query);
+    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, modelListFormat(upstream.provider));
+    noteDispatch(res, upstream.provider.name);
+    const listing = new ModelListing(res, requestId, key, upstream.provider, servedModels, clientStallMs);
+    store.readModelSwitches((switches) => listing.switchesRead(switches));
+    upstream.pool.dispatch({
+      path: modelListPath(upstream.provider),
+      method: 'GET',
+      headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
+    }, listing);
   }
 
   /**
@@ -271,11 +293,12 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     const requestId = nextRequestId();
     observer.begin(res, requestId);
     drain.track(req, res);
-    // HTTP/1.1 requires Host (RFC 9112 §3.2): answered here with the envelope, rather than with
-    // Node's bare 400, and the connection closed like after any request Node's parser refuses.
-    if (req.headers.host === undefined && req.httpVersionMinor === 1) {
+    // Too many header fields, no HTTP version, Host missing or repeated: answered here with the
+    // envelope, and the connection closed like after any request Node's parser refuses.
+    const headFault = headRefusal(req, maxHeaderCount);
+    if (headFault !== null) {
       res.setHeader('connection', 'close');
-      return sendError(res, 'malformed_request', requestId);
+      return sendError(res, headFault, requestId);
     }
     if (method === 'OPTIONS') {
       res.writeHead(204, withRequestId(PREFLIGHT_RESPONSE_HEADERS, requestId));
@@ -324,7 +347,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
 
   /** After admission: the catalogue, or an inference call (whose body is read now, unless `early` has it). */
   function proceed(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, early?: EarlyBody): void {
-    if (route.kind === 'models') return models(req, res, route, key, requestId, query);
+    if (route.kind === 'models') return models(req, res, key, requestId);
     if (route.kind === 'stored-response') return storedResponse(req, res, route, key, requestId, query);
     inference(req, res, route, key, requestId, query, early).catch((err: unknown) => {
       // Thrown before the call was forwarded (reading the body, or checking the model).
@@ -383,6 +406,9 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     requireHostHeader: false,
   }, onRequest);
   server.maxConnections = limits.maxConnections;
+  // No limit of Node's own: `limits.maxHeaderCount` is counted exactly by headRefusal (Node 20
+  // would drop the fields past its limit silently). `maxHeaderBytes` still bounds the head.
+  server.maxHeadersCount = 0;
   server.on('clientError', clientErrorHandler(observer));
   // An `Expect` other than 100-continue is ignored, as RFC 9110 §10.1.1 allows, rather than
   // answered with Node's bare 417.
@@ -430,6 +456,25 @@ interface ServableCall {
   levers: RequestLevers;
 }
 
+/** Why a call's options are refused before it is forwarded, for the error's code, message and param. */
+interface OptionRefusal {
+  code: 'unsupported_option' | 'unpriced_option';
+  message: string;
+  member: string | null;
+}
+
+/**
+ * The refusal a call's options earn: a reference to an object stored on the provider's account
+ * or `background: true` (any key), else a priced option its model's price cannot price (credit
+ * keys only: a token key is charged tokens, whatever they cost); null when there is none.
+ */
+function optionRefusal(call: ServableCall, credit: boolean): OptionRefusal | null {
+  const unsupported = unsupportedIn(call.facts, call.format.references);
+  if (unsupported !== null) return { code: 'unsupported_option', message: unsupported.message, member: unsupported.path };
+  const unpriced = credit ? unpricedRefusal(call.levers, call.model) : null;
+  return unpriced === null ? null : { code: 'unpriced_option', message: unpriced, member: null };
+}
+
 /** The stored responses a call continues (Hold.previousResponses), in formats whose provider stores them. */
 function continuedBy(call: ServableCall): string[] | null {
   const field = call.format.previousResponseField;
@@ -450,8 +495,8 @@ function internalErrorRecord(requestId: string, endpoint: UsageRecord['endpoint'
  * GET /models when the catalogue's provider has no credential: an empty list in the caller's
  * format (no model can be served), rather than a call with an empty credential.
  */
-function serveEmptyCatalogue(res: ServerResponse, requestId: string, anthropic: boolean): void {
-  const body = anthropic ? '{"data":[],"has_more":false,"first_id":null,"last_id":null}' : '{"object":"list","data":[]}';
+function serveEmptyCatalogue(res: ServerResponse, requestId: string, format: ModelListFormat): void {
+  const body = emptyList(format);
   res.writeHead(200, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'access-control-allow-origin', '*', 'access-control-expose-headers', 'x-request-id'], requestId));
   res.end(body);
 }

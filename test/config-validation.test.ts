@@ -84,6 +84,8 @@ t.test('bad configurations: exit 2 before listening, stderr names the field path
     ['a client stall limit of 10 ms', configWith((c) => (c.limits = { clientStallMs: 10 })), /limits\.clientStallMs/],
     ['headers allowed longer than the whole request', configWith((c) => (c.limits = { clientHeadersTimeoutMs: 5000, clientRequestTimeoutMs: 1000 })), /limits\.clientHeadersTimeoutMs/],
     ['header limit as a string', configWith((c) => (c.limits = { maxHeaderBytes: '16k' })), /limits\.maxHeaderBytes/],
+    ['no header field allowed', configWith((c) => (c.limits = { maxHeaderCount: 0 })), /limits\.maxHeaderCount/],
+    ['header count as a fraction', configWith((c) => (c.limits = { maxHeaderCount: 50.5 })), /limits\.maxHeaderCount/],
   ];
   const badJson = join(dir, 'broken.json');
   writeFileSync(badJson, '{ "providers": { ');

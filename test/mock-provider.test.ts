@@ -407,19 +407,67 @@ t.test('/v1/models both shapes, unknown route 404', async (t) => {
   t.match(oj.data[0], { id: 'gpt-4o-mini', object: 'model', created: 1721172741, owned_by: 'system' });
   t.ok(oj.data.some((m: { id: string }) => m.id === 'claude-sonnet-4-5'));
 
+  t.ok(oj.data.some((m: { id: string; owned_by: string }) => m.id.startsWith('ft:') && m.owned_by === 'org-xyz'), 'a fine-tune owned by an organisation');
+
+  // Anthropic's list is paginated: 20 entries unless asked, claude-haiku-4-5 on the second page.
   const a = await fetch(mock.url + '/v1/models', { headers: { 'x-api-key': 'k' } });
   const aj = await json(a);
-  t.equal(aj.has_more, false);
+  t.equal(aj.data.length, 20);
+  t.equal(aj.has_more, true);
   t.match(aj.data[0], { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' });
   t.equal(aj.first_id, aj.data[0].id);
   t.equal(aj.last_id, aj.data.at(-1).id);
+  t.notOk(aj.data.some((m: { id: string }) => m.id === 'claude-haiku-4-5'));
+  const next = await json(fetch(`${mock.url}/v1/models?after_id=${aj.last_id}`, { headers: { 'x-api-key': 'k' } }));
+  t.equal(next.has_more, false);
+  t.equal(next.last_id, 'claude-haiku-4-5', 'the next page ends with it');
+  const back = await json(fetch(`${mock.url}/v1/models?before_id=${next.first_id}&limit=2`, { headers: { 'x-api-key': 'k' } }));
+  t.same(back.data.map((m: { id: string }) => m.id), aj.data.slice(-2).map((m: { id: string }) => m.id), 'before_id pages back');
+  t.equal(back.has_more, true);
 
-  const av = await json(fetch(mock.url + '/v1/models', { headers: { authorization: 'Bearer x', 'anthropic-version': '2023-06-01' } }));
+  const av = await json(fetch(mock.url + '/v1/models?limit=1000', { headers: { authorization: 'Bearer x', 'anthropic-version': '2023-06-01' } }));
   t.equal(av.has_more, false);
+  t.equal(av.data.length, 24, 'the largest page holds the whole list');
+  const over = await fetch(mock.url + '/v1/models?limit=1001', { headers: { 'x-api-key': 'k' } });
+  t.equal(over.status, 400);
+  t.match(await json(over), { type: 'error', error: { type: 'invalid_request_error' } });
 
   const nf = await fetch(mock.url + '/v1/nope');
   t.equal(nf.status, 404);
   t.match(await json(nf), { error: { type: 'invalid_request_error' } });
+});
+
+t.test('a refused credential is answered 401 as each provider does, or 403', async (t) => {
+  const m = await startMockProvider();
+  t.teardown(() => m.close());
+  m.refuseCredential('sk-test-openai-secret');
+  m.refuseCredential('sk-ant-test-secret');
+  const chat = await fetch(m.url + '/v1/chat/completions', {
+    method: 'POST', headers: { authorization: 'Bearer sk-test-openai-secret', 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini"}',
+  });
+  t.equal(chat.status, 401);
+  t.same(await chat.json(), { error: {
+    message: 'Incorrect API key provided: sk-test****cret. You can find your API key at https://platform.openai.com/account/api-keys.',
+    type: 'invalid_request_error', param: null, code: 'invalid_api_key',
+  } });
+  const models = await fetch(m.url + '/v1/models', { headers: { 'x-api-key': 'sk-ant-test-secret', 'anthropic-version': '2023-06-01' } });
+  t.equal(models.status, 401);
+  t.same(await models.json(), { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
+  const other = await fetch(m.url + '/v1/models', { headers: { authorization: 'Bearer sk-other' } });
+  t.equal(other.status, 200, 'another credential is still served');
+  m.acceptCredential('sk-test-openai-secret');
+  const again = await fetch(m.url + '/v1/models', { headers: { authorization: 'Bearer sk-test-openai-secret' } });
+  t.equal(again.status, 200, 'accepted again');
+  m.refuseCredential('sk-test-openai-secret', 403);
+  const forbidden = await fetch(m.url + '/v1/models', { headers: { authorization: 'Bearer sk-test-openai-secret' } });
+  t.equal(forbidden.status, 403);
+  t.match(await forbidden.json(), { error: { type: 'invalid_request_error' } });
+  // The status switch answers 401 with the same bodies.
+  const switched = await post('/v1/chat/completions', { model: 'x', mock: { status: 401 } }, { authorization: 'Bearer sk-proj-abcdefghijkl' });
+  t.equal(switched.status, 401);
+  t.match(await json(switched), { error: { message: /^Incorrect API key provided: sk-proj\*\*\*\*ijkl\./, code: 'invalid_api_key' } });
+  const switchedMessages = await post('/v1/messages', { model: 'x', max_tokens: 5, mock: { status: 401 } }, { 'x-api-key': 'k' });
+  t.same(await json(switchedMessages), { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
 });
 
 t.test('requests are recorded', async (t) => {

@@ -1,8 +1,8 @@
 /**
  * GET /models answers with the catalogue of the provider `catalogProvider` names: the OpenAI-style
  * list for OpenAI-style clients, the Anthropic-style list for requests carrying
- * `anthropic-version`. The provider sees its own credential, never the client's key; the call is
- * neither billed nor listed.
+ * `anthropic-version` (cut down to what the key may call: models-listed-per-key.test.ts). The
+ * provider sees its own credential, never the client's key; the call is neither billed nor listed.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -82,8 +82,8 @@ t.test('catalogProvider decides which provider answers', async (t) => {
   const r = await get(`${gw.base}/v1/models`, { authorization: `Bearer ${key}` });
   t.equal(r.status, 200);
   const up = gw.mock.requests.at(-1)!;
-  t.equal(up.path, '/v1/models');
+  t.equal(up.path, '/v1/models?limit=1000', 'for its largest page');
   t.equal(up.headers['x-api-key'], PROVIDER_ENV.ANTHROPIC_API_KEY, 'the configured catalogue provider was asked');
   t.equal(up.headers.authorization, undefined);
-  t.type(r.json.has_more, 'boolean', 'and its catalogue returned unchanged');
+  t.type(r.json.has_more, 'boolean', 'and its catalogue returned in its own format');
 });

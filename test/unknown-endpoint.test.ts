@@ -100,8 +100,10 @@ t.test('unknown endpoints', async (t) => {
     t.equal(seen.method, 'POST');
     t.equal(seen.path, '/v1/chat/completions?x=1', 'the provider sees the query');
 
+    // GET /models resolves with a query too; the gateway asks the provider for its whole list
+    // (filtered per key), so the client's query is not forwarded there.
     const m = await call('GET', '/token/v1/models?limit=2', { authorization: `Bearer ${token.key}` });
     t.equal(m.status, 200);
-    t.equal(gw.mock.requests[n + 1]!.path, '/v1/models?limit=2');
+    t.equal(gw.mock.requests[n + 1]!.path, '/v1/models');
   });
 });

@@ -9,6 +9,11 @@ export interface Readiness {
   storeAnswers(): boolean;
   /** Anything else that must be up (the workers, in a cluster); null when ready. */
   notReady?(): string | null;
+  /**
+   * Providers refusing the gateway's own credential (observe/credential-refusals.ts): named in
+   * the body, without changing the status (the process still serves the other providers).
+   */
+  credentialRefused?(): readonly string[];
 }
 
 const HEADERS = ['content-type', 'application/json', 'cache-control', 'no-store', ...CORS_RESPONSE_HEADERS];
@@ -19,9 +24,13 @@ export function serveHealthz(res: ServerResponse, requestId: string): void {
   res.end('{"status":"ok"}');
 }
 
-/** GET /readyz: 200 when the store answers and the process is not draining, else 503 saying which. */
+/**
+ * GET /readyz: 200 when the store answers and the process is not draining, else 503 saying which;
+ * `credentialRefused` lists the providers refusing the gateway's credential, if any.
+ */
 export function serveReadyz(res: ServerResponse, requestId: string, readiness: Readiness): void {
   const why = readiness.draining() ? 'draining' : !readiness.storeAnswers() ? 'store_unavailable' : readiness.notReady?.() ?? null;
+  const refused = readiness.credentialRefused?.() ?? [];
   res.writeHead(why === null ? 200 : 503, withRequestId(HEADERS, requestId));
-  res.end(JSON.stringify({ status: why ?? 'ready' }));
+  res.end(JSON.stringify(refused.length === 0 ? { status: why ?? 'ready' } : { status: why ?? 'ready', credentialRefused: refused }));
 }

@@ -37,6 +37,26 @@ function tokenMatches(expected: string | undefined, header: string | undefined):
   return timingSafeEqual(digest(expected), digest(header.slice(7)));
 }
 
+const FULL_KEY = /gw_live_[0-9a-f]{32}/i;
+
+/**
+ * Where a URL carries a full key (ids and prefixes only: README, Admin API): `ref` for its path,
+ * else the query parameter's name; null when it carries none. Percent-encoding does not hide one.
+ */
+function fullKeyIn(url: URL): string | null {
+  let path = url.pathname;
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // A malformed escape: the path as sent is what is looked at.
+  }
+  if (FULL_KEY.test(path)) return 'ref';
+  for (const [name, value] of url.searchParams) {
+    if (FULL_KEY.test(value) || FULL_KEY.test(name)) return name;
+  }
+  return null;
+}
+
 /**
  * The operators' listener (bound to 127.0.0.1 by default): /healthz, /readyz and /metrics
  * without a token; /admin/v1/… with `Authorization: Bearer <admin token>`.
@@ -55,6 +75,11 @@ export function createAdminServer(o: AdminOptions): Server {
     if (!tokenMatches(o.token, req.headers.authorization)) {
       req.resume();
       return sendError(res, 401, requestId, 'invalid_admin_token', 'The admin API needs "Authorization: Bearer <admin token>" with the token the server was started with.');
+    }
+    const keyIn = fullKeyIn(url);
+    if (keyIn !== null) {
+      req.resume();
+      return sendError(res, 400, requestId, 'invalid_key_ref', 'A full key must not be put in a URL, where proxies and access logs keep it: name a key by its id (key_…) or its 12-character prefix, or send the full key in the body of POST /admin/v1/keys/lookup.', keyIn);
     }
     const found = findAdminRoute(method, path);
     if (found === undefined) {

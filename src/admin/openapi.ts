@@ -10,10 +10,10 @@ const json = (schema: unknown): Record<string, unknown> => ({ 'application/json'
 const errors = (...statuses: number[]): Record<string, unknown> =>
   Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/E${s}` }]));
 const ok = (description: string, schema: unknown, status = '200'): Record<string, unknown> => ({ [status]: { description, content: json(schema) } });
-const keyRef = { name: 'ref', in: 'path', required: true, description: 'The key id (key_…) or its 12-character prefix (gw_live_xxxx). A full key goes in a body instead: POST /admin/v1/keys/lookup.', schema: { type: 'string' } };
+const keyRef = { name: 'ref', in: 'path', required: true, description: 'The key id (key_…) or its 12-character prefix (gw_live_xxxx). A full key goes in a body instead (POST /admin/v1/keys/lookup): one anywhere in a URL is refused, 400 invalid_key_ref.', schema: { type: 'string' } };
 const dayParam = (name: string, what: string): Record<string, unknown> => ({ name, in: 'query', required: false, description: what, schema: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' } });
 const formatParam = { name: 'format', in: 'query', required: false, description: 'json (default) or csv', schema: { enum: ['json', 'csv'] } };
-const csv = { 'text/csv': { schema: { type: 'string' } } };
+const csv = { 'text/csv': { schema: { type: 'string', description: 'RFC 4180 CSV with a header row. A text cell beginning with =, +, -, @, a tab or a carriage return (and not a plain decimal number) starts with a single quote, so that a spreadsheet shows it rather than run it as a formula.' } } };
 const body = (schema: unknown, required = true): Record<string, unknown> => ({ required, content: json(schema) });
 const usd = { type: 'string', pattern: '^-?\\d+\\.\\d{6}$' };
 const nonNegative = { type: 'integer', minimum: 0 };
@@ -92,7 +92,7 @@ export const OPENAPI = {
     '/admin/v1/audit': {
       get: {
         operationId: 'audit', summary: 'The audit trail, oldest first',
-        parameters: [{ name: 'key', in: 'query', required: false, description: 'only this key\'s entries (id or prefix)', schema: { type: 'string' } }],
+        parameters: [{ name: 'key', in: 'query', required: false, description: 'only this key\'s entries (id or prefix; a full key is refused, 400 invalid_key_ref)', schema: { type: 'string' } }],
         responses: { ...ok('Audit entries', { type: 'array', items: ref('AuditEntry') }), ...errors(400, 401, 404) },
       },
     },
@@ -100,7 +100,7 @@ export const OPENAPI = {
   components: {
     securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'The admin token (environment variable admin.tokenEnv)' } },
     responses: {
-      E400: { description: 'Invalid request: `code` says what (missing_field, invalid_field, conflicting_fields, unknown_field, invalid_json, unknown_model, invalid_key_ref, ambiguous_key_ref, wrong_key_mode) and `param` names the field', content: json(ref('Error')) },
+      E400: { description: 'Invalid request: `code` says what (missing_field, invalid_field, conflicting_fields, unknown_field, invalid_json, unknown_model, invalid_key_ref, ambiguous_key_ref, wrong_key_mode; invalid_key_ref also for a full key anywhere in the URL) and `param` names the field', content: json(ref('Error')) },
       E401: { description: 'invalid_admin_token: no token, a wrong one, or none configured', content: json(ref('Error')) },
       E404: { description: 'key_not_found, unknown_model or unknown_endpoint', content: json(ref('Error')) },
     },

@@ -46,13 +46,24 @@ export async function totalsPerKey(store: UsageStore, range: DayRange): Promise<
 
 /** RFC 4180 CSV of flat rows (nested values, like byModel, are left out). */
 export function toCsv(columns: readonly string[], rows: Record<string, unknown>[]): string {
-  const cell = (v: unknown): string => {
-    if (v === null || v === undefined) return '';
-    const s = String(v);
-    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-  };
-  return `${[columns.join(','), ...rows.map((r) => columns.map((c) => cell(r[c])).join(','))].join('\r\n')}\r\n`;
+  return `${[columns.join(','), ...rows.map((r) => columns.map((c) => csvCell(r[c])).join(','))].join('\r\n')}\r\n`;
 }
+
+/**
+ * One CSV cell. Text a spreadsheet would run as a formula — beginning with `=`, `+`, `-`, `@`, a
+ * tab or a carriage return (OWASP's CSV injection rule) — gets a leading `'`, so key names and
+ * model ids, which clients and key holders choose, are shown and never run. Numbers stay numbers,
+ * negative ones included, and so does text that is a plain decimal number (an amount).
+ */
+function csvCell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  let s = String(v);
+  if (typeof v === 'string' && FORMULA_START.test(s) && !DECIMAL.test(s)) s = `'${s}`;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+const FORMULA_START = /^[=+\-@\t\r]/;
+const DECIMAL = /^[+-]?\d+(\.\d+)?$/;
 
 export const RECORD_COLUMNS = ['at', 'requestId', 'endpoint', 'model', 'stream', 'status', 'inputTokens', 'outputTokens', 'cachedInputTokens', 'cacheWriteTokens', 'reasoningTokens', 'costUsd', 'costNanoUsd', 'tokensCharged', 'error', 'estimated', 'clientGone',
   'estimateReason', 'cacheWrite1hTokens', 'audioInputTokens', 'imageInputTokens', 'audioOutputTokens', 'imageOutputTokens', 'serviceTier', 'longContext', 'worstCase'] as const;

@@ -141,7 +141,7 @@ export function remoteIssuer(base: string): IssuerClient {
       const list = (await call('GET', '/admin/v1/models')) as ModelView[];
       return models.filter((id) => list.some((m) => m.id === id && !m.enabled));
     },
-    audit: async (ref) => call('GET', `/admin/v1/audit${ref === undefined ? '' : `?key=${encodeURIComponent(ref)}`}`),
+    audit: async (ref) => call('GET', `/admin/v1/audit${ref === undefined ? '' : `?key=${await idOf(ref)}`}`),
     close: async () => undefined,
   };
 }

@@ -1,4 +1,4 @@
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isSea } from 'node:sea';
@@ -8,6 +8,7 @@ import type { Config } from '../config/types.js';
 import { createGateway } from '../server.js';
 import { log } from '../log.js';
 import { stdoutAccessLog } from '../observe/access-log.js';
+import { CredentialRefusals } from '../observe/credential-refusals.js';
 import { answerClusterMetricRequests, clusterMetrics, Metrics } from '../observe/metrics.js';
 import { configFrom, parse, storePlanFrom, UsageError, wholeNumber } from './common.js';
 import type { GatewayStore } from '../domain/interfaces.js';
@@ -68,7 +69,8 @@ export async function serveCommand(args: string[]): Promise<void> {
   const metrics = new Metrics();
   answerClusterMetricRequests(metrics);
   const accessLog = config.log.access ? stdoutAccessLog() : null;
-  const gateway = createGateway(config, store, { metrics, accessLog });
+  const credentialRefusals = cluster.isWorker ? workerCredentialRefusals() : new CredentialRefusals();
+  const gateway = createGateway(config, store, { metrics, accessLog, credentialRefusals });
   await listen(gateway.server, port, host);
   const url = urlOf(gateway.server);
   if (cluster.isWorker) process.send?.({ listening: url });
@@ -77,7 +79,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   let adminServer: Server | null = null;
   let sweeper: RetentionSweeper | null = null;
   if (cluster.isPrimary) {
-    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers() };
+    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
     adminServer = await openAdmin(admin, config, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
     sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
     sweeper.start();
@@ -100,6 +102,54 @@ export async function serveCommand(args: string[]): Promise<void> {
   process.on('SIGINT', stop);
   // A worker whose primary went away must not linger.
   if (cluster.isWorker) process.on('disconnect', stop);
+}
+
+/** Messages between a cluster's workers and its primary about providers refusing the gateway's credential. */
+interface CredentialRefusalMessage {
+  /** worker → primary: the providers this worker sees refusing (on every change). */
+  credentialRefused?: readonly string[];
+  /** primary → workers: the providers any worker sees refusing. */
+  credentialRefusedInCluster?: readonly string[];
+}
+
+/** A worker's refusals, told to its primary, and the cluster's, told back (for /readyz). */
+function workerCredentialRefusals(): CredentialRefusals {
+  const refusals = new CredentialRefusals(Date.now, (providers) => process.send?.({ credentialRefused: providers } satisfies CredentialRefusalMessage));
+  process.on('message', (message: CredentialRefusalMessage | null) => {
+    if (Array.isArray(message?.credentialRefusedInCluster)) refusals.seenElsewhere(message.credentialRefusedInCluster);
+  });
+  return refusals;
+}
+
+/**
+ * The primary's view of its workers' refusals: what each last said, until it exits; every
+ * change is told to every worker, so that /readyz says the same whichever worker answers it.
+ */
+class ClusterCredentialRefusals {
+  private readonly byWorker = new Map<number, readonly string[]>();
+
+  heard(worker: Worker, message: (CredentialRefusalMessage & { listening?: string }) | null): void {
+    // A worker that starts (or replaces one) is told what the others see at once.
+    if (message?.listening !== undefined && this.byWorker.size !== 0) worker.send({ credentialRefusedInCluster: this.providers() } satisfies CredentialRefusalMessage);
+    if (!Array.isArray(message?.credentialRefused)) return;
+    this.byWorker.set(worker.id, message.credentialRefused);
+    this.tell();
+  }
+
+  exited(workerId: number): void {
+    if (this.byWorker.delete(workerId)) this.tell();
+  }
+
+  providers(): string[] {
+    return [...new Set([...this.byWorker.values()].flat())].sort();
+  }
+
+  private tell(): void {
+    const message: CredentialRefusalMessage = { credentialRefusedInCluster: this.providers() };
+    for (const worker of Object.values(cluster.workers ?? {})) {
+      if (worker?.isConnected()) worker.send(message);
+    }
+  }
 }
 
 /** Providers whose credential variable is unset: named once at start-up; their models answer model_not_available. */
@@ -157,11 +207,13 @@ function runPrimary(workers: number, config: Config, plan: StorePlan, admin: Adm
     let adminServer: Server | null = null;
     let sweeper: RetentionSweeper | null = null;
     const metrics = clusterMetrics();
+    const credentialRefusals = new ClusterCredentialRefusals();
     // A worker of the single binary (a Node.js SEA) is started as `EXECUTABLE EXEC ARGS…` but sees
     // the executable's path once more before EXEC, so EXEC must be the first argument itself.
     if (isSea()) cluster.setupPrimary({ exec: process.argv[2]!, args: process.argv.slice(3) });
     for (let i = 0; i < workers; i++) cluster.fork();
-    cluster.on('message', (_worker, message: { listening?: string }) => {
+    cluster.on('message', (worker, message: { listening?: string } & CredentialRefusalMessage) => {
+      credentialRefusals.heard(worker, message);
       if (message?.listening && ++listening === workers && !announced) {
         announced = true;
         process.stdout.write(`tollgate listening on ${message.listening} (${workers} workers)\n`);
@@ -174,6 +226,7 @@ function runPrimary(workers: number, config: Config, plan: StorePlan, admin: Adm
             draining: () => stopping,
             storeAnswers: () => s.answers(),
             notReady: () => (Object.keys(cluster.workers ?? {}).length === 0 ? 'no_workers' : null),
+            credentialRefused: () => credentialRefusals.providers(),
           };
           return openAdmin(admin, config, s, metrics, readiness).then((server) => {
             adminServer = server;
@@ -204,6 +257,7 @@ function runPrimary(workers: number, config: Config, plan: StorePlan, admin: Adm
       stop();
     };
     cluster.on('exit', (worker, code, signal) => {
+      credentialRefusals.exited(worker.id);
       if (stopping) return exitWhenAllGone();
       log('error', 'worker_exited', { pid: worker.process.pid, code, signal });
       // A worker that cannot start (port taken, data directory unusable) would fail again.

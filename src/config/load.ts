@@ -25,6 +25,9 @@ export const DEFAULT_LIMITS: Limits = {
   clientStallMs: 30_000,
   maxJsonDepth: 128,
   maxHeaderBytes: 16 * 1024,
+  // Real clients send a dozen or two; Node's own default, 2,000, and its silent dropping of
+  // what is past it (Node 20), are replaced by this exact limit (http/request-head.ts).
+  maxHeaderCount: 200,
   clientHeadersTimeoutMs: 20_000,
   clientRequestTimeoutMs: 300_000,
   maxConnections: 10_000,
@@ -207,6 +210,7 @@ function compileLimits(raw: Json): Limits {
   if (l.upstreamConnections !== undefined) limits.upstreamConnections = integer(l.upstreamConnections, 'limits.upstreamConnections', 1, 65_536);
   if (l.maxJsonDepth !== undefined) limits.maxJsonDepth = integer(l.maxJsonDepth, 'limits.maxJsonDepth', 2, 4096);
   if (l.maxHeaderBytes !== undefined) limits.maxHeaderBytes = integer(l.maxHeaderBytes, 'limits.maxHeaderBytes', 1024, 1024 * 1024);
+  if (l.maxHeaderCount !== undefined) limits.maxHeaderCount = integer(l.maxHeaderCount, 'limits.maxHeaderCount', 1, 100_000);
   if (l.clientHeadersTimeoutMs !== undefined) limits.clientHeadersTimeoutMs = integer(l.clientHeadersTimeoutMs, 'limits.clientHeadersTimeoutMs', 100, 3_600_000);
   if (l.clientRequestTimeoutMs !== undefined) limits.clientRequestTimeoutMs = integer(l.clientRequestTimeoutMs, 'limits.clientRequestTimeoutMs', 100, 3_600_000);
   if (l.maxConnections !== undefined) limits.maxConnections = integer(l.maxConnections, 'limits.maxConnections', 1, 1_000_000);

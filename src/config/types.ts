@@ -60,6 +60,8 @@ export interface RawLimits {
   maxJsonDepth?: number;
   /** Largest request head (request line and headers), in bytes. */
   maxHeaderBytes?: number;
+  /** Most header fields a request may carry (more: 431 headers_too_large). */
+  maxHeaderCount?: number;
   /** From a request's first byte until its headers are complete. */
   clientHeadersTimeoutMs?: number;
   /** From a request's first byte until its whole body has arrived. */
@@ -162,6 +164,7 @@ export interface Limits {
   clientStallMs: number;
   maxJsonDepth: number;
   maxHeaderBytes: number;
+  maxHeaderCount: number;
   clientHeadersTimeoutMs: number;
   clientRequestTimeoutMs: number;
   maxConnections: number;

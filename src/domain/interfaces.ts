@@ -53,6 +53,11 @@ export interface Admission {
    * that account made no such response (or its record expired); `failure` set when the store failed.
    */
   responseOwner(account: string, id: string, done: (owner: ResponseOwner | undefined, failure: unknown) => void): void;
+  /**
+   * Every run-time switch set (`tollgate models enable|disable`), by model id, in one read (one
+   * round trip on Redis, whatever the catalogue's size): for GET /models. Null when the store failed.
+   */
+  readModelSwitches(done: (switches: ReadonlyMap<string, boolean> | null) => void): void;
   /** For /readyz: the store answered recently. */
   answers(): boolean;
 }

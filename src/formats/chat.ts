@@ -1,4 +1,5 @@
 import { capturedString, isObject, parseObject, type FormatAdapter } from './types.js';
+import { CHAT_REFERENCES } from './references.js';
 
 const CONTENT = /"(?:content|arguments|refusal)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 /** A usage member other than `"usage":null`, whatever the provider's JSON spacing. */
@@ -29,6 +30,7 @@ export const chat: FormatAdapter = {
   },
   tierField: 'service_tier',
   levers: { tierField: 'service_tier', toolOptions: [['web_search_options', 'web_search']] },
+  references: CHAT_REFERENCES,
   onEvent(state, event) {
     const data = event.data;
     // Only the final chunk carries a usage object (every other chunk has "usage":null or none),

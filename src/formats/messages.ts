@@ -1,4 +1,5 @@
 import { mergeRestated } from './usage-read.js';
+import { MESSAGES_REFERENCES } from './references.js';
 import { capturedString, holdsAny, isObject, parseObject, type FormatAdapter } from './types.js';
 
 /** The event names onEvent acts on. */
@@ -27,6 +28,7 @@ export const messages: FormatAdapter = {
     tierPath: 'service_tier',
   },
   levers: { toolTypes: [['web_search_', 'web_search']], cacheTtl: true, longContextBeta: 'context-1m' },
+  references: MESSAGES_REFERENCES,
   onEvent(state, event) {
     switch (event.event) {
       case 'message_start': {

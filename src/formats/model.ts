@@ -22,6 +22,11 @@ export class RequestFacts {
     readonly model: string,
     readonly stream: boolean,
     private readonly members: readonly MemberSpan[],
+    /**
+     * Indices in the members of those that may make a reference to an object stored on the
+     * provider's account (the scanner's flags: see formats/references.ts); null for none.
+     */
+    readonly flagged: readonly number[] | null = null,
   ) {}
 
   /** Where every top-level member called `name` sits, in body order (JSON.parse keeps the last). */
@@ -38,11 +43,26 @@ export class RequestFacts {
     return found;
   }
 
+  /** The name of the top-level member at `index` (in body order). */
+  nameAt(index: number): string {
+    const m = this.members[index]!;
+    return keyName(this.raw.slice(m.keyStart, m.keyEnd));
+  }
+
+  /** The value of the top-level member at `index`, parsed from its span. */
+  valueAt(index: number): unknown {
+    return this.parse(this.members[index]!);
+  }
+
+  private parse(span: MemberSpan): unknown {
+    return JSON.parse(this.raw.text(span.valueStart, span.valueEnd));
+  }
+
   /** The value of top-level member `name` (the last, as JSON.parse keeps it), or undefined. */
   member(name: string): unknown {
     if (this.parsed.has(name)) return this.parsed.get(name);
     const span = this.spans(name).at(-1);
-    const value = span === undefined ? undefined : JSON.parse(this.raw.text(span.valueStart, span.valueEnd));
+    const value = span === undefined ? undefined : this.parse(span);
     this.parsed.set(name, value);
     return value;
   }
@@ -82,5 +102,14 @@ export function requestFacts(raw: RequestBody, scanner: TopLevelScanner): Reques
     const s = members[scanner.streamIndex]!;
     stream = s.valueEnd - s.valueStart === 4 && raw.slice(s.valueStart, s.valueEnd).toString('latin1') === 'true';
   }
-  return new RequestFacts(raw, model, stream, members);
+  return new RequestFacts(raw, model, stream, members, flaggedMembers(scanner));
+}
+
+/** The members the scanner flagged, and those holding an item whose type it told apart (`item_reference`), ascending. */
+function flaggedMembers(scanner: TopLevelScanner): number[] | null {
+  const { flagged, items } = scanner;
+  if (items === null) return flagged;
+  const all = new Set(flagged);
+  for (let i = 0; i < items.length; i += 2) all.add(items[i]!);
+  return [...all].sort((a, b) => a - b);
 }

@@ -1,4 +1,5 @@
 import type { RequestFacts } from './model.js';
+import { RESPONSES_REFERENCES } from './references.js';
 import { capturedString, holdsAny, isObject, parseObject, type FormatAdapter } from './types.js';
 
 const DELTA = /"delta"\s*:\s*"((?:[^"\\]|\\.)*)"/;
@@ -29,6 +30,7 @@ export const responses: FormatAdapter = {
   toolItems: { web_search_call: 'web_search', file_search_call: 'file_search' },
   previousResponseField: 'previous_response_id',
   levers: { tierField: 'service_tier', toolTypes: [['web_search', 'web_search'], ['file_search', 'file_search']] },
+  references: RESPONSES_REFERENCES,
   onEvent(state, event) {
     // The event name is on the `event:` line; only the terminal events are parsed.
     switch (event.event) {
@@ -72,7 +74,7 @@ export function isResponseId(id: string): boolean {
 }
 
 /** The longest a member's value can be and still decode to a response id: every character a \u escape, and the quotes. */
-const LONGEST_ID_VALUE = 6 * MAX_RESPONSE_ID + 2;
+export const LONGEST_ID_VALUE = 6 * MAX_RESPONSE_ID + 2;
 
 /**
  * The stored responses a call continues (FormatAdapter.previousResponseField): every string

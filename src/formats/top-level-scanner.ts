@@ -1,7 +1,8 @@
 /**
- * An incremental JSON scanner for request bodies, fed chunk by chunk as the body arrives.
+ * An incremental JSON scanner for request bodies and for providers' plain answers, fed chunk by
+ * chunk as the bytes arrive.
  *
- * It validates the whole body as JSON (the spec: a non-JSON body is 400 `model_required`) and
+ * It validates the whole text as JSON (the spec: a non-JSON body is 400 `model_required`) and
  * records where each member of the top-level object sits, without building any value: the
  * gateway needs `model` and `stream` on every call and other members only sometimes, and the
  * body is forwarded as the bytes received. A 30 MB body costs one pass over its bytes spread
@@ -10,38 +11,141 @@
  *
  * Validity is JSON.parse's, checked byte by byte: the grammar of RFC 8259, no raw control
  * characters inside strings, and the bytes of a string passed through unchecked as UTF-8
- * (JSON.parse of the decoded text accepts every code point a decoder can produce). Three
- * limits make hostile bodies cheap to refuse at the byte where they are exceeded: nesting
- * deeper than `maxDepth`, more than MAX_MEMBERS top-level members, and a second top-level
- * `model`.
+ * (JSON.parse of the decoded text accepts every code point a decoder can produce). Limits make
+ * hostile texts cheap to refuse at the byte where they are exceeded: nesting deeper than
+ * `maxDepth`, more than `maxMembers` top-level members, and a second top-level member that the
+ * vocabulary says is unique (a request's `model`).
+ *
+ * What it tells apart is its vocabulary's (see Vocabulary): the names of top-level members, names
+ * flagged wherever they stand, and the `type` of the items of top-level arrays. Every key's name
+ * is looked at once, when the key ends, lengths compared first; the bytes inside strings, where
+ * most of a body is, are walked by the same tight loop whatever the vocabulary.
  */
 
-/** Where one top-level member sits in the body: absolute byte offsets, ends exclusive. */
+/** Where one top-level member sits in the text: absolute byte offsets, ends exclusive. */
 export interface MemberSpan {
   keyStart: number;
   keyEnd: number;
   valueStart: number;
   valueEnd: number;
+  /** The member's name as its vocabulary numbers it (Vocabulary.code); 0 for any other name. */
+  name: number;
 }
 
-/** Why a body was refused (all of them are `model_required` to the client). */
+/** Why a text was refused (for requests, all of them are `model_required` to the client). */
 export type ScanFailure = 'not_json' | 'not_an_object' | 'too_deep' | 'too_many_members' | 'duplicate_model';
 
 /**
- * Top-level members recorded at most. Request bodies of the three formats have a few dozen
- * top-level fields; maps with arbitrary keys (metadata, logit_bias) are nested. The bound keeps
- * the member index small whatever a body holds.
+ * Top-level members recorded at most in a request. Request bodies of the three formats have a
+ * few dozen top-level fields; maps with arbitrary keys (metadata, logit_bias) are nested. The
+ * bound keeps the member index small whatever a body holds.
  */
 export const MAX_MEMBERS = 1024;
 
-/** The longest a key naming `model` or `stream` can be: every letter a \u escape, plus quotes. */
-const MAX_NAME_BYTES = 6 * 6 + 2;
-const MODEL_KEY = Buffer.from('"model"');
-const STREAM_KEY = Buffer.from('"stream"');
-const OTHER = 0;
+/** What a scan tells apart (built once, at start-up: see REQUEST_NAMES and tap.ts). */
+export interface VocabularySpec {
+  /** Top-level member names told apart (MemberSpan.name is the position here + 1). */
+  members: readonly string[];
+  /** A member name that may appear once at the top level: a second one fails the scan. */
+  unique?: string;
+  /** Names flagged wherever a key has them: the top-level member holding one is listed in `flagged`. */
+  flagged?: readonly string[];
+  /**
+   * String values of the `type` member of an item (an object directly inside a top-level array:
+   * `input[2]`, `output[0]`) that are told apart: each one found is listed in `items`.
+   */
+  itemTypes?: readonly string[];
+  /**
+   * Whether an item whose only members are `id` and (or not) `type` flags its top-level member:
+   * the shape of a reference to a stored item.
+   */
+  idItems?: boolean;
+}
+
+/** What one name is to the scan. */
+interface NameRole {
+  /** Its code as a top-level member name, or 0. */
+  member: number;
+  flagged: boolean;
+  /** Its role as a key of an item: ITEM_ID, ITEM_TYPE or 0 (another member). */
+  item: number;
+}
+
+const ITEM_ID = 1;
+const ITEM_TYPE = 2;
+
+/** Entries for names written without escapes, by their length in bytes with the quotes. */
+type ByLength<T> = Array<Array<[Buffer, T]> | undefined>;
+
+export class Vocabulary {
+  readonly keys: ByLength<NameRole> = [];
+  readonly keyNames = new Map<string, NameRole>();
+  readonly types: ByLength<number> = [];
+  readonly typeNames = new Map<string, number>();
+  /** The longest a key or type value can be and still spell a name here: every character a \u escape, plus quotes. */
+  readonly maxBytes: number;
+  readonly unique: number;
+  /** 1 at the length (quotes included) of each flagged name written without escapes: other keys below the top level are not looked up. */
+  readonly flaggedLengths: Uint8Array;
+  /** Whether items of top-level arrays are looked into. */
+  readonly items: boolean;
+  readonly idItems: boolean;
+
+  constructor(readonly spec: VocabularySpec) {
+    const role = (name: string): NameRole => {
+      let r = this.keyNames.get(name);
+      if (r === undefined) {
+        this.keyNames.set(name, (r = { member: 0, flagged: false, item: 0 }));
+        add(this.keys, name, r);
+      }
+      return r;
+    };
+    spec.members.forEach((name, i) => (role(name).member = i + 1));
+    for (const name of spec.flagged ?? []) role(name).flagged = true;
+    this.idItems = spec.idItems === true;
+    const types = spec.itemTypes ?? [];
+    this.items = this.idItems || types.length > 0;
+    if (this.idItems) role('id').item = ITEM_ID;
+    if (types.length > 0) role('type').item = ITEM_TYPE;
+    types.forEach((value, i) => {
+      this.typeNames.set(value, i + 1);
+      add(this.types, value, i + 1);
+    });
+    const longest = Math.max(...[...this.keyNames.keys(), ...types].map((name) => name.length));
+    this.maxBytes = 6 * longest + 2;
+    this.flaggedLengths = new Uint8Array(this.maxBytes + 1);
+    for (const name of spec.flagged ?? []) this.flaggedLengths[Buffer.byteLength(JSON.stringify(name))] = 1;
+    this.unique = spec.unique === undefined ? 0 : this.code(spec.unique);
+  }
+
+  /** The code of a top-level member name (MemberSpan.name), 0 when it is not in the vocabulary. */
+  code(name: string): number {
+    return this.keyNames.get(name)?.member ?? 0;
+  }
+}
+
+function add<T>(table: ByLength<T>, name: string, entry: T): void {
+  const bytes = Buffer.from(JSON.stringify(name));
+  (table[bytes.length] ??= []).push([bytes, entry]);
+}
+
+/**
+ * Names that cannot go to a provider shared by every key: references to objects stored on its
+ * account, and `background` (see formats/references.ts, which decides on the members flagged).
+ */
+export const REFERENCE_NAMES = ['file_id', 'file_ids', 'vector_store_ids', 'container', 'conversation', 'prompt', 'background'] as const;
+
+/** What a request body's scan tells apart: `model` (code 1), `stream` (code 2) and the references. */
+export const REQUEST_NAMES = new Vocabulary({
+  members: ['model', 'stream'],
+  unique: 'model',
+  flagged: REFERENCE_NAMES,
+  itemTypes: ['item_reference'],
+  idItems: true,
+});
 const MODEL = 1;
 const STREAM = 2;
-/** `carry` once the key is longer than any name looked for. */
+/** `carry` once the string is longer than any name looked for. */
 const TOO_LONG = Buffer.alloc(0);
 
 // States. Numbers are walked with one state per position in the grammar.
@@ -93,12 +197,20 @@ function isHex(c: number): boolean {
 }
 
 export class TopLevelScanner {
-  /** Every top-level member in body order (duplicates included). */
+  /** Every top-level member in text order (duplicates included). */
   readonly members: MemberSpan[] = [];
-  /** Index in `members` of the one `model` member, or -1. */
-  modelIndex = -1;
-  /** Index in `members` of the last `stream` member (JSON.parse keeps the last), or -1. */
-  streamIndex = -1;
+  /**
+   * The top-level members (indices in `members`, ascending, each once) in which, or as which, a
+   * key with a flagged name stands, or an item that holds only `id` (and `type`); null for none.
+   * An index may be that of the member still being read.
+   */
+  flagged: number[] | null = null;
+  /** Pairs (index in `members` of the top-level array, code of the type) of the items whose `type` the vocabulary tells apart; null for none. */
+  items: number[] | null = null;
+  /** For each member code, the index in `members` of its last occurrence (JSON.parse keeps the last). */
+  private readonly last: number[];
+  /** Bit `code` set: that member occurs more than once. */
+  repeated = 0;
   failure: ScanFailure | null = null;
 
   private state = S_START;
@@ -112,19 +224,64 @@ export class TopLevelScanner {
   private literalAt = 0;
   private hexLeft = 0;
   // The top-level member being read.
-  private keyStart = 0;
-  private keyEnd = 0;
-  private keyName = OTHER;
+  private memberKeyStart = 0;
+  private memberKeyEnd = 0;
+  private memberName = 0;
   private valueStart = 0;
-  /** Inside a top-level key (its name is decided when it ends). */
-  private inKey = false;
-  private keyEscaped = false;
-  /** The start of a top-level key that began in an earlier chunk (rare), or null. */
+  /** Whether a top-level member's value has begun and not ended. */
+  private inValue = false;
+  // The string whose bytes are being looked at (a key, or an item's `type` value), if any.
+  private watching = false;
+  private watchStart = 0;
+  private escaped = false;
+  /** The start of the watched string when it began in an earlier chunk (rare), or null. */
   private carry: Buffer | null = null;
+  // The item being read (an object directly inside a top-level array), when the vocabulary looks into items.
+  private inItem = false;
+  private itemHasId = false;
+  private itemHasOther = false;
+  /** The next value is an item's `type`. */
+  private typeNext = false;
 
-  constructor(private readonly maxDepth: number) {}
+  constructor(
+    private readonly maxDepth: number,
+    private readonly vocabulary: Vocabulary = REQUEST_NAMES,
+    private readonly maxMembers = MAX_MEMBERS,
+  ) {
+    this.last = new Array<number>(vocabulary.spec.members.length + 1).fill(-1);
+  }
 
-  /** Scans the next chunk. False once the body is known to be refused (then `failure` says why). */
+  /** Index in `members` of the one `model` member, or -1 (request vocabulary). */
+  get modelIndex(): number {
+    return this.last[MODEL]!;
+  }
+
+  /** Index in `members` of the last `stream` member, or -1 (request vocabulary). */
+  get streamIndex(): number {
+    return this.last[STREAM]!;
+  }
+
+  /** Index in `members` of the last member with this code, or -1. */
+  lastOf(code: number): number {
+    return this.last[code]!;
+  }
+
+  /** Bytes scanned so far. */
+  get scanned(): number {
+    return this.offset;
+  }
+
+  /** Where the value of the top-level member being read began; -1 between values. */
+  get openStart(): number {
+    return this.inValue ? this.valueStart : -1;
+  }
+
+  /** The name code of the top-level member whose value is being read (see openStart). */
+  get openName(): number {
+    return this.memberName;
+  }
+
+  /** Scans the next chunk. False once the text is known to be refused (then `failure` says why). */
   write(chunk: Buffer): boolean {
     if (this.state === S_FAILED) return false;
     const n = chunk.length;
@@ -147,14 +304,16 @@ export class TopLevelScanner {
           if (d === 0x22) {
             i++;
             if (this.stringIsKey) {
-              if (this.inKey) this.keyEnded(chunk, offset + i);
+              this.keyEnded(chunk, offset + i);
               state = S_COLON;
             } else {
               state = S_AFTER;
-              if (this.depth === 1 && !this.memberDone(offset + i)) return false;
+              if (this.depth === 1) {
+                if (!this.memberDone(offset + i)) return false;
+              } else if (this.watching) this.typeEnded(chunk, offset + i);
             }
           } else if (d === 0x5c) {
-            if (this.inKey) this.keyEscaped = true;
+            if (this.watching) this.escaped = true;
             i++;
             state = S_ESCAPE;
           } else {
@@ -198,7 +357,14 @@ export class TopLevelScanner {
             if (state === S_FAILED) return false;
             break;
           }
-          if (this.depth === 1) this.valueStart = offset + i;
+          if (this.depth === 1) {
+            this.valueStart = offset + i;
+            this.inValue = true;
+          } else if (this.typeNext) {
+            // An item's `type`: its value is looked at when it is a string.
+            this.typeNext = false;
+            if (c === 0x22) this.watch(offset + i);
+          }
           if (c === 0x22) {
             this.stringIsKey = false;
             state = S_STRING;
@@ -206,6 +372,10 @@ export class TopLevelScanner {
             if (this.depth === this.maxDepth) return this.fail('too_deep');
             this.stack[++this.depth] = c === 0x7b ? OBJECT : ARRAY;
             state = c === 0x7b ? S_OBJ_FIRST : S_ARR_FIRST;
+            if (this.depth === 3 && c === 0x7b && this.stack[2] === ARRAY && this.vocabulary.items) {
+              this.inItem = true;
+              this.itemHasId = this.itemHasOther = false;
+            }
           } else if (c === 0x2d /* - */) {
             state = S_NUM_MINUS;
           } else if (c === 0x30) {
@@ -225,11 +395,7 @@ export class TopLevelScanner {
           if (isWhitespace(c)) break;
           if (c === 0x22) {
             this.stringIsKey = true;
-            if (this.depth === 1) {
-              this.keyStart = offset + i;
-              this.inKey = true;
-              this.keyEscaped = false;
-            }
+            this.watch(offset + i);
             state = S_STRING;
           } else if (c === 0x7d /* } */ && state === S_OBJ_FIRST) {
             state = this.close(offset + i + 1);
@@ -309,12 +475,12 @@ export class TopLevelScanner {
       i++;
     }
     this.state = state;
-    // A top-level key cut by the chunk's end: keep its start, enough to recognise it.
-    if (this.inKey) this.keepKeyStart(chunk, offset);
+    // A watched string cut by the chunk's end: keep its start, enough to recognise it.
+    if (this.watching) this.keepWatchStart(chunk, offset);
     return true;
   }
 
-  /** The body is complete: true when it was one JSON object within the limits. */
+  /** The text is complete: true when it was one JSON object within the limits. */
   end(): boolean {
     if (this.state === S_FAILED) return false;
     if (this.state !== S_END) {
@@ -332,6 +498,7 @@ export class TopLevelScanner {
 
   /** A closer at `end`: the state after it, or S_FAILED. */
   private close(end: number): number {
+    if (this.depth === 3 && this.inItem) this.itemEnded();
     if (--this.depth === 0) return S_END;
     if (this.depth === 1 && !this.memberDone(end)) return S_FAILED;
     return S_AFTER;
@@ -343,11 +510,18 @@ export class TopLevelScanner {
     return S_AFTER;
   }
 
-  /** Keeps the part of the current top-level key that is in `chunk`, while it could be a name we look for. */
-  private keepKeyStart(chunk: Buffer, offset: number): void {
-    const from = Math.max(this.keyStart - offset, 0);
+  /** A string whose bytes are looked at begins at `start` (its opening quote). */
+  private watch(start: number): void {
+    this.watching = true;
+    this.watchStart = start;
+    this.escaped = false;
+  }
+
+  /** Keeps the part of the watched string that is in `chunk`, while it could spell a name looked for. */
+  private keepWatchStart(chunk: Buffer, offset: number): void {
+    const from = Math.max(this.watchStart - offset, 0);
     const kept = this.carry?.length ?? 0;
-    if (kept + chunk.length - from > MAX_NAME_BYTES) {
+    if (kept + chunk.length - from > this.vocabulary.maxBytes) {
       this.carry = TOO_LONG;
     } else if (this.carry !== TOO_LONG) {
       const part = chunk.subarray(from);
@@ -355,39 +529,92 @@ export class TopLevelScanner {
     }
   }
 
-  /** A top-level key ended just before `keyEnd` (its closing quote is the byte before it). */
-  private keyEnded(chunk: Buffer, keyEnd: number): void {
-    this.inKey = false;
-    this.keyEnd = keyEnd;
-    this.keyName = OTHER;
+  /**
+   * The entry of `table` for the watched string that ended just before `end` (its closing quote
+   * is the byte before it), or undefined. Written without escapes and within the chunk, it is
+   * compared in place, lengths first; otherwise decoded (JSON.parse of a few bytes).
+   */
+  private watched<T>(chunk: Buffer, end: number, byLength: ByLength<T>, byName: Map<string, T>): T | undefined {
+    this.watching = false;
     const carry = this.carry;
     this.carry = null;
-    const length = keyEnd - this.keyStart;
-    if (length > MAX_NAME_BYTES) return;
-    const end = keyEnd - this.offset + chunk.length; // the key's end within `chunk`
-    if (carry === TOO_LONG) return;
-    if (carry === null && !this.keyEscaped) {
-      // The common case, compared in place: "model" and "stream" with their quotes.
-      if (length === 7 && bytesAt(chunk, end - 7, MODEL_KEY)) this.keyName = MODEL;
-      else if (length === 8 && bytesAt(chunk, end - 8, STREAM_KEY)) this.keyName = STREAM;
+    const length = end - this.watchStart;
+    if (length > this.vocabulary.maxBytes || carry === TOO_LONG) return undefined;
+    const at = end - this.offset + chunk.length; // the string's end within `chunk`
+    if (carry === null && !this.escaped) {
+      const entries = byLength[length];
+      if (entries === undefined) return undefined;
+      for (let k = 0; k < entries.length; k++) {
+        const entry = entries[k]!;
+        if (bytesAt(chunk, at - length, entry[0])) return entry[1];
+      }
+      return undefined;
+    }
+    const raw = carry === null ? chunk.subarray(at - length, at) : Buffer.concat([carry, chunk.subarray(0, at)]);
+    for (const c of raw) if (c >= 0x80) return undefined; // a raw non-ASCII byte is in no name
+    return byName.get(JSON.parse(raw.toString('latin1')) as string);
+  }
+
+  /** A key ended just before `keyEnd`. */
+  private keyEnded(chunk: Buffer, keyEnd: number): void {
+    const v = this.vocabulary;
+    const depth = this.depth;
+    const inItem = depth === 3 && this.inItem;
+    // The common case below the top level, decided by the key's length alone.
+    if (depth !== 1 && !inItem && this.carry === null && !this.escaped && v.flaggedLengths[keyEnd - this.watchStart] !== 1) {
+      this.watching = false;
       return;
     }
-    const raw = carry === null ? chunk.subarray(end - length, end) : Buffer.concat([carry, chunk.subarray(0, end)]);
-    for (const c of raw) if (c >= 0x80) return; // a raw non-ASCII byte is in neither name
-    const name = JSON.parse(raw.toString('latin1')) as string;
-    this.keyName = name === 'model' ? MODEL : name === 'stream' ? STREAM : OTHER;
+    const role = this.watched(chunk, keyEnd, v.keys, v.keyNames);
+    if (depth === 1) {
+      this.memberKeyStart = this.watchStart;
+      this.memberKeyEnd = keyEnd;
+      this.memberName = role === undefined ? 0 : role.member;
+    }
+    if (role !== undefined && role.flagged) this.flag();
+    if (inItem) {
+      const item = role === undefined ? 0 : role.item;
+      if (item === ITEM_ID) this.itemHasId = true;
+      else if (item === ITEM_TYPE) this.typeNext = true;
+      else this.itemHasOther = true;
+    }
+  }
+
+  /** An item's `type` string ended just before `end`. */
+  private typeEnded(chunk: Buffer, end: number): void {
+    const v = this.vocabulary;
+    const code = this.watched(chunk, end, v.types, v.typeNames);
+    if (code === undefined) return;
+    (this.items ??= []).push(this.members.length, code);
+  }
+
+  /** The item being read has ended: one of nothing but `id` (and `type`) flags its member. */
+  private itemEnded(): void {
+    this.inItem = false;
+    if (this.vocabulary.idItems && this.itemHasId && !this.itemHasOther) this.flag();
+  }
+
+  /** Lists the top-level member being read as flagged. */
+  private flag(): void {
+    const at = this.members.length;
+    const flagged = this.flagged;
+    if (flagged === null) this.flagged = [at];
+    else if (flagged[flagged.length - 1] !== at) flagged.push(at);
   }
 
   /** A top-level member ended at `valueEnd`: index it; false (failed) past the limits. */
   private memberDone(valueEnd: number): boolean {
     const members = this.members;
-    if (members.length === MAX_MEMBERS) return this.fail('too_many_members');
-    members.push({ keyStart: this.keyStart, keyEnd: this.keyEnd, valueStart: this.valueStart, valueEnd });
-    if (this.keyName === MODEL) {
-      if (this.modelIndex !== -1) return this.fail('duplicate_model');
-      this.modelIndex = members.length - 1;
-    } else if (this.keyName === STREAM) {
-      this.streamIndex = members.length - 1;
+    this.inValue = false;
+    if (members.length === this.maxMembers) return this.fail('too_many_members');
+    const name = this.memberName;
+    members.push({ keyStart: this.memberKeyStart, keyEnd: this.memberKeyEnd, valueStart: this.valueStart, valueEnd, name });
+    if (name !== 0) {
+      if (this.last[name] !== -1) {
+        if (name === this.vocabulary.unique) return this.fail('duplicate_model');
+        this.repeated |= 1 << name;
+      }
+      this.last[name] = members.length - 1;
     }
     return true;
   }

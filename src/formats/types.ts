@@ -1,6 +1,7 @@
 import type { EventSourceMessage } from 'eventsource-parser';
 import type { Endpoint } from '../config/types.js';
 import type { LeverSpec } from './levers.js';
+import type { ReferenceCheck } from './references.js';
 import type { UsageSchema } from './usage-read.js';
 import type { RequestBody } from '../http/body.js';
 import type { RequestFacts } from './model.js';
@@ -93,6 +94,11 @@ export interface FormatAdapter {
   previousResponseField?: string;
   /** Request fields that change what the provider charges (see levers.ts). */
   levers: LeverSpec;
+  /**
+   * The top-level request members that may refer to objects stored on the provider's account,
+   * each with its check (see references.ts): such a request is refused, never forwarded.
+   */
+  references: Readonly<Record<string, ReferenceCheck>>;
   /** Reads one server-sent event; parses JSON only for the events that carry usage or errors. */
   onEvent(state: StreamState, event: EventSourceMessage): void;
   /**

@@ -5,10 +5,10 @@ import type { RequestLevers } from '../formats/levers.js';
 import type { FormatAdapter, Usage } from '../formats/types.js';
 import type { Reading } from '../formats/usage-read.js';
 import { UsageChunkFilter } from '../formats/usage-chunk-filter.js';
-import { sendError } from '../http/errors.js';
+import { sendError, sendErrorNotToRetry } from '../http/errors.js';
 import { clientResponseHeaders, pickUpstreamHeaders } from '../http/headers.js';
 import { log } from '../log.js';
-import { expectRecord, noteFirstByte, noteRecord } from '../observe/call.js';
+import { expectRecord, noteCredentialAccepted, noteCredentialRefused, noteFirstByte, noteRecord } from '../observe/call.js';
 import { chargeFor, usageDetail } from '../meter/charge.js';
 import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
@@ -51,7 +51,7 @@ interface Outcome {
 }
 
 /** What the client is told once the record is committed. */
-const enum Finish { End, Destroy, Unavailable, Nothing }
+const enum Finish { End, Destroy, Unavailable, CredentialRefused, Nothing }
 
 /**
  * A plain (non-stream) answer up to this size is held and sent in one write, with a
@@ -110,6 +110,8 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   private heldBytes = 0;
   private upstreamRequestId: string | undefined;
   private headersReceived = false;
+  /** The provider answered 401: it refused the gateway's own credential (see onHeaders). */
+  private credentialRefused = false;
   private settled = false;
   private finish = Finish.End;
   private clientGone = false;
@@ -148,8 +150,17 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true;
     this.resumeUpstream = resume;
-    this.status = statusCode;
     noteFirstByte(this.res);
+    // A 401 is the provider refusing the gateway's own credential, never the client's key: the
+    // client gets the gateway's 502, not to be retried, and nothing of the provider's answer
+    // (whose message may quote part of the credential). Its body is read and dropped.
+    if (statusCode === 401) {
+      this.credentialRefused = true;
+      noteCredentialRefused(this.res);
+      return true;
+    }
+    if (statusCode < 300) noteCredentialAccepted(this.res);
+    this.status = statusCode;
     this.headersReceived = true;
     const picked = pickUpstreamHeaders(rawHeaders);
     this.upstreamRequestId = picked.requestId;
@@ -171,6 +182,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   onData(chunk: Buffer): boolean {
     // Each provider read is a fresh ArrayBuffer outside the heap: see young-gc.ts.
     notePassed(chunk.length);
+    if (this.credentialRefused) return true;
     if (this.clientGone) {
       // The tap sees every chunk in order: a batch still waiting goes first.
       this.flush();
@@ -228,6 +240,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       if (rest !== undefined) this.res.write(rest);
     }
     const m = this.metering;
+    if (this.credentialRefused) return this.refused(m, Finish.CredentialRefused);
     if (m === null) return this.answer();
     const tap = this.tap;
     if (this.status >= 300 || tap === null) {
@@ -251,6 +264,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     this.settled = true;
     this.clearGrace();
     const m = this.metering;
+    if (this.credentialRefused) return this.refused(m, this.graceExpired ? Finish.Nothing : Finish.CredentialRefused);
     if (this.graceExpired) {
       // We stopped the provider ourselves, long after the client left. A provider error is
       // never billed, however long its body took; otherwise bill what we saw (a Messages
@@ -378,9 +392,22 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       case Finish.Unavailable:
         if (!this.clientGone) sendError(res, 'upstream_unavailable', this.requestId);
         return;
+      case Finish.CredentialRefused:
+        if (!this.clientGone) sendErrorNotToRetry(res, 'upstream_unavailable', this.requestId);
+        return;
       case Finish.Nothing:
         return;
     }
+  }
+
+  /**
+   * A call the provider refused with its 401: recorded (metered calls) as the client saw it, a
+   * 502 `upstream_unavailable` at zero cost, then answered so.
+   */
+  private refused(m: Metering | null, finish: Finish): void {
+    this.finish = finish;
+    if (m === null) return this.answer();
+    this.commit(m, { usage: undefined, error: 'upstream_unavailable', estimated: false }, finish);
   }
 
   private clearGrace(): void {

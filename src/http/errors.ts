@@ -9,10 +9,13 @@ import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
  * (per-key concurrency, interface.md), `store_unavailable` (the store failed: fail closed),
  * `internal_error` (a fault inside the gateway: a 500 of its own, so that a bug is never
  * reported as the provider's `upstream_unavailable`), `unpriced_option` (a request using a
- * priced option the model's price cannot price), `previous_response_not_found` and
+ * priced option the model's price cannot price), `unsupported_option` (a reference to an object
+ * stored on the provider's account, which every key shares, or `background: true`),
+ * `previous_response_not_found` and
  * `response_not_found` (a stored response of another account, or of none: the same answer either
- * way), and for requests Node's HTTP parser refuses before any route is known:
- * `malformed_request`, `headers_too_large`, `request_timeout` (see http/client-error.ts).
+ * way), and for requests refused before any route is known, by Node's HTTP parser or by the
+ * gateway's own checks of the head: `malformed_request`, `headers_too_large`, `request_timeout`
+ * (see http/client-error.ts, http/request-head.ts).
  *
  * Each entry: status, type, message, and the request member the error is about (`param`) where
  * there is one; `param` is null otherwise.
@@ -35,8 +38,9 @@ export const GATEWAY_ERRORS = {
   store_unavailable: [503, 'api_error', 'The gateway cannot reach its store right now, so it cannot check or bill this call. Nothing was forwarded or billed. Retry shortly.'],
   internal_error: [500, 'api_error', 'The gateway failed while handling this request. Nothing was billed; quote the x-request-id when reporting it.'],
   unpriced_option: [400, 'invalid_request_error', 'This request uses an option that changes what the provider charges, and this gateway has no price for it on this model. Leave the option out, or ask the gateway\'s operator to price it.'],
+  unsupported_option: [400, 'invalid_request_error', 'This request refers to an object stored on the provider\'s account, or asks for a background response; this gateway forwards neither.'],
   malformed_request: [400, 'invalid_request_error', 'The request is not valid HTTP/1.1 (bad request line, header or body framing). A key pasted with a line break is a common cause.'],
-  headers_too_large: [431, 'invalid_request_error', 'The request headers are larger than this gateway accepts.'],
+  headers_too_large: [431, 'invalid_request_error', 'The request headers are larger, or more numerous, than this gateway accepts.'],
   request_timeout: [408, 'invalid_request_error', 'The request did not arrive in time.'],
   previous_response_not_found: [400, 'invalid_request_error', 'previous_response_id does not name a response made with this API key (or another key of its account) through this gateway, or that response is older than the gateway keeps it. Send the conversation in full instead.', 'previous_response_id'],
   response_not_found: [404, 'invalid_request_error', 'No response with this id was made with this API key (or another key of its account) through this gateway.'],
@@ -78,12 +82,13 @@ export function errorBody(code: GatewayErrorCode): Buffer {
 
 /**
  * Sends one of the gateway's errors with a message naming what was wrong (built per call: only
- * for rare refusals whose message says which option of the request caused them).
+ * for rare refusals whose message says which option of the request caused them), and the
+ * request member it is about when the entry names none.
  */
-export function sendErrorSaying(res: ServerResponse, code: GatewayErrorCode, requestId: string, message: string): void {
+export function sendErrorSaying(res: ServerResponse, code: GatewayErrorCode, requestId: string, message: string, member: string | null = null): void {
   const [status, type, , param] = entryOf(code);
   noteCode(res, code);
-  const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: param ?? null } }));
+  const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: param ?? member } }));
   res.writeHead(status, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS_RESPONSE_HEADERS], requestId));
   res.end(body);
 }
@@ -96,6 +101,17 @@ export function sendError(res: ServerResponse, code: GatewayErrorCode, requestId
     ? withRequestId(e.headers, requestId)
     : [...e.headers, 'x-request-id', requestId, 'retry-after', String(retryAfter)];
   res.writeHead(e.status, headers);
+  res.end(e.body);
+}
+
+/**
+ * One of the gateway's errors that a retry would meet again: `x-should-retry: false` tells both
+ * official SDKs not to retry it, whatever its status.
+ */
+export function sendErrorNotToRetry(res: ServerResponse, code: GatewayErrorCode, requestId: string): void {
+  const e = PREPARED.get(code)!;
+  noteCode(res, code);
+  res.writeHead(e.status, [...e.headers, 'x-request-id', requestId, 'x-should-retry', 'false']);
   res.end(e.body);
 }
 

@@ -1,14 +1,12 @@
 import { TextDecoder } from 'node:util';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { NO_LEVERS, type RequestLevers } from '../formats/levers.js';
-import { isResponseId } from '../formats/responses.js';
-import { TopLevelScanner } from '../formats/top-level-scanner.js';
+import { isResponseId, LONGEST_ID_VALUE } from '../formats/responses.js';
+import { MAX_MEMBERS, TopLevelScanner, Vocabulary } from '../formats/top-level-scanner.js';
+import { FORMATS } from '../formats/index.js';
 import type { FormatAdapter, StreamState, Usage } from '../formats/types.js';
 import { readUsage, type Reading } from '../formats/usage-read.js';
 
-/** Plain bodies are parsed whole up to this size; past it only a tail window is kept. */
-const WHOLE_BODY_LIMIT = 4 * 1024 * 1024;
-const TAIL_WINDOW = 256 * 1024;
 /**
  * The last bytes of a stream kept for an output estimate (read only when usage never arrives;
  * scaled from this sample to every byte seen). Small, because every open stream holds it.
@@ -31,9 +29,11 @@ const NONE: Buffer[] = [];
  * given to eventsource-parser and the format's `onEvent`; every other event costs nothing
  * more. The bytes of an event split across chunks are carried until its end. A stream with CR
  * line endings (allowed by SSE, sent by no provider we know) is parsed whole instead, as
- * decoding line ends by byte search is only exact for LF. Plain JSON bodies are kept as chunk
- * references and parsed once at the end; a body too large for that keeps a tail window, since
- * every format puts `usage` after the content.
+ * decoding line ends by byte search is only exact for LF.
+ *
+ * Plain JSON answers go through PlainAnswer as they arrive: only the answer's own top-level
+ * members are read, never a text search, since an answer repeats what the client wrote
+ * (OpenAI's Responses object echoes `metadata` and `user` after `usage`).
  */
 export class UsageTap {
   private readonly state: StreamState = { usage: undefined, problem: null, serviceTier: null, toolCalls: null, failure: null, responseId: null };
@@ -47,22 +47,20 @@ export class UsageTap {
   private tail: Buffer | null = null;
   private tailAt = 0;
   private tailFull = false;
-  private chunks: Buffer[] = [];
-  private kept = 0;
-  private truncated = false;
-  /** A plain answer's response id (see responseId), read when the body ended. */
-  private plainResponseId: string | null = null;
+  /** A plain answer's reader (null for a stream). */
+  private readonly plain: PlainAnswer | null;
   /** Bytes of response body seen. */
   bytesSeen = 0;
 
   constructor(private readonly format: FormatAdapter, readonly stream: boolean, private readonly levers: RequestLevers = NO_LEVERS) {
     const state = this.state;
     this.parser = stream ? createParser({ onEvent: (event) => format.onEvent(state, event) }) : null;
+    this.plain = stream ? null : new PlainAnswer(format);
   }
 
   write(chunk: Buffer): void {
     this.bytesSeen += chunk.length;
-    if (this.parser === null) return this.keep(chunk);
+    if (this.parser === null) return this.plain!.write(chunk);
     this.keepTail(chunk);
     if (this.decoder !== null) {
       this.parser.feed(this.decoder.decode(chunk, { stream: true }));
@@ -155,17 +153,6 @@ export class UsageTap {
     }
   }
 
-  private keep(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.kept += chunk.length;
-    if (this.kept > WHOLE_BODY_LIMIT) {
-      const tail = Buffer.concat(this.chunks).subarray(-TAIL_WINDOW);
-      this.chunks = [tail];
-      this.kept = tail.length;
-      this.truncated = true;
-    }
-  }
-
   /**
    * The output text of the kept tail and the length the whole stream's output is taken to have
    * (the tail's, scaled by the bytes seen over the bytes kept): only for an estimate, when
@@ -210,17 +197,7 @@ export class UsageTap {
       // A final event without its blank line still counts (the provider closed right after it).
       this.parser.feed('\n\n');
     } else {
-      const text = Buffer.concat(this.chunks).toString('utf8');
-      // Every format puts `usage` after the content: read that one object instead of parsing the
-      // whole body. An escaped quote cannot form `"usage":` inside a string value, so the last
-      // match is the real key. A body too large to keep whole was cut to its tail anyway.
-      const found = lastUsageObject(text);
-      if (found === MALFORMED) state.problem = 'usage_malformed';
-      else state.usage = found ?? undefined;
-      const format = this.format;
-      if (format.tierField !== undefined) state.serviceTier = lastStringField(text, format.tierField);
-      if (format.toolItems !== undefined) state.toolCalls = countTypes(text, format.toolItems);
-      if (format.previousResponseField !== undefined && !this.truncated) this.plainResponseId = answerId(this.chunks);
+      this.plain!.end(state);
     }
     this.result = this.read();
   }
@@ -230,10 +207,10 @@ export class UsageTap {
    * (FormatAdapter.previousResponseField), read from the answer's own structure: a stream's
    * terminal event, a plain answer's top-level `id` (never a text search, which a client's
    * words echoed inside the answer could fool). Null when the answer carries none that can be a
-   * response id, and for a plain answer too large to keep whole.
+   * response id.
    */
   get responseId(): string | null {
-    return this.stream ? this.state.responseId : this.plainResponseId;
+    return this.state.responseId;
   }
 
   /** The usage as read, with the first reason it is not complete and unambiguous (null when it is). */
@@ -269,130 +246,147 @@ export class UsageTap {
   }
 }
 
-function parseJson(text: string): unknown {
+/**
+ * What a plain answer's reader knows of the answer's top-level members. Names outside it are
+ * walked over, whatever they hold; the `type` of the items of a top-level array is told apart
+ * for the fee-bearing tool calls of every format (FormatAdapter.toolItems).
+ */
+const ANSWER_NAMES = new Vocabulary({
+  members: ['usage', 'id', 'output', ...new Set(Object.values(FORMATS).flatMap((f) => (f.tierField === undefined ? [] : [f.tierField])))],
+  itemTypes: [...new Set(Object.values(FORMATS).flatMap((f) => Object.keys(f.toolItems ?? {})))],
+});
+const USAGE = ANSWER_NAMES.code('usage');
+const ID = ANSWER_NAMES.code('id');
+const OUTPUT = ANSWER_NAMES.code('output');
+const ITEM_TYPES = ANSWER_NAMES.spec.itemTypes!;
+
+/**
+ * The answer reader's limits, its own rather than the request's: answers can be megabytes (no
+ * bound on size: the walk keeps nothing of what it passes) and hold what the client sent a few
+ * levels below their top (a JSON schema echoed in `text.format` or `tools`), so their nesting
+ * may pass the request's own limit (`limits.maxJsonDepth`, at most 4096).
+ */
+const ANSWER_MAX_DEPTH = 8192;
+/** Bytes kept of a `usage` member (a usage object is a few hundred): past it, unreadable. */
+const MAX_USAGE_BYTES = 64 * 1024;
+/** Bytes kept of a service tier (a short word): past it, unreadable. */
+const MAX_TIER_BYTES = 1024;
+
+/** A member's value past its limit, or (never expected: the walk has checked it) one that does not parse. */
+const TOO_LONG = Symbol('too long');
+
+function parsed(bytes: Buffer): unknown {
   try {
-    return JSON.parse(text);
+    return JSON.parse(bytes.toString('utf8'));
   } catch {
-    return undefined;
+    return TOO_LONG;
   }
 }
 
-const MALFORMED = Symbol('malformed');
-
 /**
- * The last `"usage"` member of a JSON text: its object, parsed; null for `"usage": null`;
- * MALFORMED for any other value or an object that does not parse; undefined when there is none.
+ * A plain answer read as its bytes arrive: the request scanner's top-level walk (one pass, fed
+ * chunk by chunk, no re-scan at the end) with the answer's vocabulary and limits. Only the bytes
+ * of the members billed from are kept: `usage` (parsed alone), the format's tier field and `id`;
+ * the fee-bearing tool calls are counted from the `type` of the items of the top-level `output`
+ * array as the walk passes them. What a client wrote and the answer repeats (`metadata`, `user`,
+ * `instructions`, schemas, tools) is walked over like any other member, so no text inside it can
+ * be taken for the answer's own. An answer the walk cannot read (not JSON, past its limits), or
+ * that names `usage`, the tier or `output` twice, is unreadable: estimated, `usage_malformed`.
  */
-function lastUsageObject(text: string): Record<string, unknown> | null | undefined | typeof MALFORMED {
-  let at = text.lastIndexOf('"usage"');
-  while (at !== -1) {
-    let i = at + 7;
-    while (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t') i++;
-    if (text[i] === ':') {
-      i++;
-      while (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t') i++;
-      if (text.startsWith('null', i)) return null;
-      if (text[i] !== '{') return MALFORMED;
-      const value = parseJson(text.slice(i, objectEnd(text, i)));
-      return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : MALFORMED;
+class PlainAnswer {
+  private readonly scanner = new TopLevelScanner(ANSWER_MAX_DEPTH, ANSWER_NAMES, MAX_MEMBERS);
+  private readonly tierCode: number;
+  /** Members already looked at (indices in the scanner's). */
+  private taken = 0;
+  /** The bytes so far of a kept member whose value began in an earlier chunk (copies). */
+  private part: Buffer[] | null = null;
+  private partBytes = 0;
+  private failed = false;
+  /** What the members read said (parsed from their bytes alone), undefined while absent. */
+  private usage: unknown;
+  private tier: unknown;
+  private id: unknown;
+  /** A usage or tier member was longer than its limit. */
+  private tooLong = false;
+
+  constructor(private readonly format: FormatAdapter) {
+    this.tierCode = format.tierField === undefined ? -1 : ANSWER_NAMES.code(format.tierField);
+  }
+
+  /** The most bytes kept of the member with this name code; 0 for a member not kept. */
+  private limit(name: number): number {
+    if (name === USAGE) return MAX_USAGE_BYTES;
+    if (name === this.tierCode) return MAX_TIER_BYTES;
+    if (name === ID && this.format.previousResponseField !== undefined) return LONGEST_ID_VALUE;
+    return 0;
+  }
+
+  write(chunk: Buffer): void {
+    if (this.failed) return;
+    const scanner = this.scanner;
+    const at = scanner.scanned;
+    if (!scanner.write(chunk)) {
+      this.failed = true;
+      this.part = null;
+      return;
     }
-    at = at === 0 ? -1 : text.lastIndexOf('"usage"', at - 1);
+    const members = scanner.members;
+    for (; this.taken < members.length; this.taken++) {
+      const m = members[this.taken]!;
+      const limit = this.limit(m.name);
+      if (limit === 0) continue;
+      const rest = chunk.subarray(Math.max(m.valueStart - at, 0), m.valueEnd - at);
+      const part = this.part;
+      this.part = null;
+      const bytes = m.valueEnd - m.valueStart;
+      // An id too long for a response id is none; a longer usage or tier cannot be trusted.
+      const value: unknown = bytes > limit ? TOO_LONG : parsed(part === null ? rest : Buffer.concat([...part, rest], bytes));
+      if (value === TOO_LONG && m.name !== ID) this.tooLong = true;
+      else if (m.name === USAGE) this.usage = value;
+      else if (m.name === ID) this.id = value;
+      else this.tier = value;
+    }
+    // A kept member still being read: its bytes so far, copied (a reference would keep the
+    // provider's whole read alive), up to its limit.
+    const start = scanner.openStart;
+    if (start === -1) return;
+    const limit = this.limit(scanner.openName);
+    if (limit === 0) return;
+    const piece = chunk.subarray(Math.max(start - at, 0));
+    this.partBytes = (this.part === null ? 0 : this.partBytes) + piece.length;
+    if (this.partBytes > limit) this.part = [];
+    else (this.part ??= []).push(Buffer.from(piece));
   }
-  return undefined;
-}
 
-/**
- * The value of the last `"name": "…"` member of a JSON text, or null. Escaped quotes cannot form
- * one inside a string value, and every format puts the top-level member after the content.
- */
-function lastStringField(text: string, name: string): string | null {
-  const at = text.lastIndexOf(`"${name}"`);
-  if (at === -1) return null;
-  STRING_VALUE.lastIndex = at + name.length + 2;
-  const m = STRING_VALUE.exec(text);
-  return m === null ? null : m[1]!;
-}
-const STRING_VALUE = /\s*:\s*"([^"\\]*)"/y;
-
-const TYPE_PATTERNS = new Map<Readonly<Record<string, string>>, RegExp>();
-
-/** How many objects of each listed `"type"` a JSON text holds, by the name the list gives them. */
-function countTypes(text: string, types: Readonly<Record<string, string>>): Record<string, number> {
-  let pattern = TYPE_PATTERNS.get(types);
-  if (pattern === undefined) TYPE_PATTERNS.set(types, (pattern = new RegExp(`"type"\\s*:\\s*"(${Object.keys(types).join('|')})"`, 'g')));
-  const calls: Record<string, number> = {};
-  for (const m of text.matchAll(pattern)) {
-    const fee = types[m[1]!]!;
-    calls[fee] = (calls[fee] ?? 0) + 1;
+  /** The answer is complete: what it says goes into `state`, as a stream's events would. */
+  end(state: StreamState): void {
+    const scanner = this.scanner;
+    const doubled = scanner.repeated & ((1 << USAGE) | (1 << OUTPUT) | (this.tierCode === -1 ? 0 : 1 << this.tierCode));
+    if (this.failed || !scanner.end() || this.tooLong || doubled !== 0) {
+      state.problem = 'usage_malformed';
+      return;
+    }
+    const usage = this.usage;
+    if (usage !== undefined && usage !== null && (typeof usage !== 'object' || Array.isArray(usage))) state.problem = 'usage_malformed';
+    else state.usage = (usage ?? undefined) as Record<string, unknown> | undefined;
+    if (typeof this.tier === 'string') state.serviceTier = this.tier;
+    if (typeof this.id === 'string' && isResponseId(this.id)) state.responseId = this.id;
+    const toolItems = this.format.toolItems;
+    if (toolItems !== undefined) state.toolCalls = this.toolCalls(toolItems);
   }
-  return calls;
-}
 
-/** Nesting an answer may have for answerId's scan (an echoed JSON schema can be deep). */
-const ANSWER_MAX_DEPTH = 256;
-const ID_KEY = Buffer.from('"id"');
-
-/**
- * A plain answer's top-level `id`, when it is a string that can be a response id; else null.
- * The answer's first member is looked at first (the provider writes `id` first: no scan);
- * otherwise the request scanner's top-level walk finds it in one pass. Either way only the
- * answer's own member is taken, never one nested inside it.
- */
-function answerId(chunks: readonly Buffer[]): string | null {
-  const first = chunks[0];
-  if (first === undefined) return null;
-  const found = firstMemberId(first);
-  if (found !== undefined) return found;
-  const scanner = new TopLevelScanner(ANSWER_MAX_DEPTH);
-  for (const chunk of chunks) if (!scanner.write(chunk)) return null;
-  if (!scanner.end()) return null;
-  const body = Buffer.concat(chunks);
-  let id: string | null = null;
-  for (const m of scanner.members) {
-    const key = body.subarray(m.keyStart, m.keyEnd);
-    if (!key.equals(ID_KEY) && !(key.includes(0x5c) && JSON.parse(key.toString('utf8')) === 'id')) continue;
-    const value = body[m.valueStart] === 0x22 ? JSON.parse(body.toString('utf8', m.valueStart, m.valueEnd)) as string : null;
-    // The last, as JSON.parse keeps it.
-    id = value !== null && isResponseId(value) ? value : null;
+  /** The fee-bearing tool calls among the items of the top-level `output` array, by fee name. */
+  private toolCalls(toolItems: Readonly<Record<string, string>>): Record<string, number> {
+    const calls: Record<string, number> = {};
+    const items = this.scanner.items;
+    if (items === null) return calls;
+    const members = this.scanner.members;
+    for (let i = 0; i < items.length; i += 2) {
+      if (members[items[i]!]!.name !== OUTPUT) continue;
+      const type = ITEM_TYPES[items[i + 1]! - 1]!;
+      const fee = Object.hasOwn(toolItems, type) ? toolItems[type]! : undefined;
+      if (fee !== undefined) calls[fee] = (calls[fee] ?? 0) + 1;
+    }
+    return calls;
   }
-  return id;
-}
-
-/**
- * The answer's first member when it is `id`: its value if it can be a response id, else null;
- * undefined when the first member is another, or not in this chunk whole.
- */
-function firstMemberId(b: Buffer): string | null | undefined {
-  let i = skipSpace(b, 0);
-  if (i < b.length && b[i] !== 0x7b /* { */) return null; // not an object: no id
-  i = skipSpace(b, i + 1);
-  for (let k = 0; k < ID_KEY.length; k++) if (b[i + k] !== ID_KEY[k]) return undefined;
-  i = skipSpace(b, i + ID_KEY.length);
-  if (b[i] !== 0x3a /* : */) return undefined;
-  i = skipSpace(b, i + 1);
-  if (i >= b.length) return undefined;
-  if (b[i] !== 0x22) return null; // not a string
-  const end = b.indexOf(0x22, i + 1);
-  if (end === -1) return undefined; // not in this chunk whole
-  if (b.subarray(i + 1, end).includes(0x5c)) return undefined; // written with an escape: the scan decodes it
-  const id = b.toString('latin1', i + 1, end);
-  return isResponseId(id) ? id : null;
-}
-
-function skipSpace(b: Buffer, i: number): number {
-  while (i < b.length && (b[i] === 0x20 || b[i] === 0x0a || b[i] === 0x0d || b[i] === 0x09)) i++;
-  return i;
-}
-
-/** Index just past the object that opens at `start` (strings skipped), or the text's length. */
-function objectEnd(text: string, start: number): number {
-  let depth = 0;
-  for (let i = start; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22) {
-      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
-    } else if (c === 0x7b) depth++;
-    else if (c === 0x7d && --depth === 0) return i + 1;
-  }
-  return text.length;
 }

@@ -59,6 +59,14 @@ export interface MockProvider {
    * whether or not they were released since: a test waits on this instead of sleeping.
    */
   waitHeld(tag: string, count?: number): Promise<void>;
+  /**
+   * From now on, every request presenting this credential (`Authorization: Bearer …` or
+   * `x-api-key`) is refused with `status` (default 401, as the provider refuses a revoked key:
+   * see `refusedCredentialBody`; 403, as it refuses a key without access to what it asks for),
+   * until `acceptCredential(credential)`.
+   */
+  refuseCredential(credential: string, status?: 401 | 403): void;
+  acceptCredential(credential: string): void;
   /** closes the server and destroys open sockets */
   close(): Promise<void>;
 }
@@ -184,6 +192,38 @@ interface Sw {
   extraKey: string;
   hold: string | null;
   holdAfter: number;
+  /** What a Responses answer repeats of the request (NO_ECHO: nothing was sent to repeat). */
+  echo: RespEcho;
+}
+
+/**
+ * The members of a request that OpenAI's Responses object repeats, as JSON text, in the plain
+ * answer and in the `response` of every stream event (and GET /v1/responses/{id}).
+ */
+interface RespEcho {
+  instructions: string;
+  promptCacheKey: string;
+  text: string;
+  tools: string;
+  user: string;
+  metadata: string;
+}
+
+const NO_ECHO: RespEcho = Object.freeze({ instructions: 'null', promptCacheKey: 'null', text: '{"format":{"type":"text"}}', tools: '[]', user: 'null', metadata: '{}' });
+const ECHOED = ['instructions', 'prompt_cache_key', 'text', 'tools', 'user', 'metadata'] as const;
+
+/** What a Responses answer repeats of this request body: NO_ECHO when it sets none of those members. */
+function responseEcho(body: Record<string, unknown>): RespEcho {
+  if (!ECHOED.some((name) => body[name] !== undefined)) return NO_ECHO;
+  const json = (name: (typeof ECHOED)[number], absent: string): string => (body[name] === undefined ? absent : JSON.stringify(body[name]));
+  return {
+    instructions: json('instructions', NO_ECHO.instructions),
+    promptCacheKey: json('prompt_cache_key', NO_ECHO.promptCacheKey),
+    text: json('text', NO_ECHO.text),
+    tools: json('tools', NO_ECHO.tools),
+    user: json('user', NO_ECHO.user),
+    metadata: json('metadata', NO_ECHO.metadata),
+  };
 }
 
 const DEFAULT_SW: Sw = Object.freeze({
@@ -217,6 +257,7 @@ const DEFAULT_SW: Sw = Object.freeze({
   extraKey: '',
   hold: null,
   holdAfter: 0,
+  echo: NO_ECHO,
 });
 
 function nonNeg(v: unknown, d: number): number {
@@ -258,6 +299,7 @@ function readSwitches(m: unknown): Sw {
     extraKey: JSON.stringify([o.serviceTier, o.audioInputTokens, o.audioOutputTokens, o.imageInputTokens, o.imageOutputTokens, o.cacheWrite1hTokens, o.webSearchRequests, o.usageJson, o.omitUsage]),
     hold: typeof o.hold === 'string' && o.hold.length > 0 ? o.hold : null,
     holdAfter: nonNeg(o.holdAfter, 0),
+    echo: NO_ECHO,
   };
 }
 
@@ -405,17 +447,24 @@ function searchItems(n: string, sw: Sw): string {
   return items;
 }
 
+/**
+ * OpenAI's Responses object, its members in OpenAI's order: what the request set and the object
+ * repeats (`instructions`, `prompt_cache_key`, `text`, `tools`, `user`, `metadata`: sw.echo)
+ * stands where OpenAI puts it, `user` and `metadata` after `usage`.
+ */
 function respObject(n: string, created: string, model: string, status: string, output: string, usage: string | null, error: string, sw: Sw = DEFAULT_SW): string {
+  const echo = sw.echo;
   return (
     '{"id":"resp_mock' + n +
     '","object":"response","created_at":' + created +
     ',"status":"' + status +
     '","background":false,"error":' + error +
-    ',"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":' + model +
+    ',"incomplete_details":null,"instructions":' + echo.instructions + ',"max_output_tokens":null,"model":' + model +
     ',"output":' + output +
-    ',"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null}' + tierMember(sw) +
-    ',"store":true,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"truncation":"disabled"' + (usage === null ? '' : ',"usage":' + usage) +
-    ',"user":null,"metadata":{}}'
+    ',"parallel_tool_calls":true,"previous_response_id":null,"prompt_cache_key":' + echo.promptCacheKey +
+    ',"reasoning":{"effort":null,"summary":null},"safety_identifier":null' + tierMember(sw) +
+    ',"store":true,"temperature":1,"text":' + echo.text + ',"tool_choice":"auto","tools":' + echo.tools + ',"top_p":1,"truncation":"disabled"' + (usage === null ? '' : ',"usage":' + usage) +
+    ',"user":' + echo.user + ',"metadata":' + echo.metadata + '}'
   );
 }
 
@@ -609,25 +658,77 @@ const MSG_STREAM_ERROR = 'event: error\ndata: ' + anthropicError('overloaded_err
 // ---------------------------------------------------------------------------
 // Models
 
+/**
+ * OpenAI's list holds what the account can see: the catalogue's models, models the gateway does
+ * not serve, and fine-tunes, owned by the organisation that made them (the gateway's operator's,
+ * and on a shared account other customers').
+ */
 const OPENAI_MODELS = JSON.stringify({
   object: 'list',
   data: [
     { id: 'gpt-4o-mini', object: 'model', created: 1721172741, owned_by: 'system' },
     { id: 'gpt-4o', object: 'model', created: 1715367049, owned_by: 'system' },
     { id: 'gpt-4.1', object: 'model', created: 1744316542, owned_by: 'system' },
+    { id: 'ft:gpt-4o-mini:org-xyz::abc', object: 'model', created: 1730000000, owned_by: 'org-xyz' },
+    { id: 'ft:gpt-4o-mini-2024-07-18:acme-corp::k3Yq9v', object: 'model', created: 1731000000, owned_by: 'user-acme0123' },
+    { id: 'text-embedding-3-small', object: 'model', created: 1705948997, owned_by: 'system' },
     { id: 'claude-sonnet-4-5', object: 'model', created: 1759104000, owned_by: 'system' },
     { id: 'claude-haiku-4-5', object: 'model', created: 1760486400, owned_by: 'system' },
   ],
 });
-const ANTHROPIC_MODELS = JSON.stringify({
-  data: [
-    { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' },
-    { type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-15T00:00:00Z' },
-  ],
-  has_more: false,
-  first_id: 'claude-sonnet-4-5',
-  last_id: 'claude-haiku-4-5',
-});
+
+/**
+ * Anthropic's list, longer than its default page (20): `claude-haiku-4-5` comes after 22 models
+ * the gateway does not serve, on the second page of a client that does not ask for more.
+ */
+const ANTHROPIC_MODEL_LIST: ReadonlyArray<Record<string, string>> = [
+  { type: 'model', id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', created_at: '2025-09-29T00:00:00Z' },
+  ...Array.from({ length: 22 }, (_, i) => ({
+    type: 'model', id: `claude-legacy-${String(22 - i).padStart(2, '0')}-20240101`, display_name: `Claude Legacy ${22 - i}`, created_at: `2024-01-${String(23 - i).padStart(2, '0')}T00:00:00Z`,
+  })),
+  { type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-15T00:00:00Z' },
+];
+
+/**
+ * One page of Anthropic's list as GET /v1/models answers it: `limit` (default 20, 1 to 1000),
+ * `after_id` / `before_id` cursors; null for a `limit` Anthropic refuses.
+ */
+function anthropicModelPage(query: string): string | null {
+  const params = new URLSearchParams(query);
+  const limitText = params.get('limit');
+  const limit = limitText === null ? 20 : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) return null;
+  const after = params.get('after_id');
+  const before = params.get('before_id');
+  const at = (id: string): number => ANTHROPIC_MODEL_LIST.findIndex((m) => m.id === id);
+  let from = after === null ? 0 : at(after) + 1;
+  let to = before === null ? ANTHROPIC_MODEL_LIST.length : Math.max(0, at(before));
+  if (before !== null && after === null) from = Math.max(0, to - limit);
+  else to = Math.min(to, from + limit);
+  const data = ANTHROPIC_MODEL_LIST.slice(from, to);
+  const hasMore = before !== null && after === null ? from > 0 : to < ANTHROPIC_MODEL_LIST.length;
+  return JSON.stringify({ data, has_more: hasMore, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+}
+
+/**
+ * A provider's 401 for a credential it refuses, as each sends it: OpenAI names the key it got,
+ * masked to its first 7 and last 4 characters; Anthropic does not.
+ */
+function refusedCredentialBody(flavor: Flavor, credential: string): string {
+  if (flavor === 1) return anthropicError('authentication_error', 'invalid x-api-key');
+  return openaiError(
+    `Incorrect API key provided: ${credential.slice(0, 7)}****${credential.slice(-4)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+    'invalid_request_error',
+    'invalid_api_key',
+  );
+}
+
+/** The credential a request presents, and how: x-api-key is Anthropic's way. */
+function presentedCredential(h: http.IncomingHttpHeaders): { credential: string; flavor: Flavor } {
+  const bearer = typeof h.authorization === 'string' && h.authorization.startsWith('Bearer ') ? h.authorization.slice(7) : undefined;
+  if (bearer !== undefined) return { credential: bearer, flavor: h['anthropic-version'] !== undefined ? 1 : 0 };
+  return { credential: typeof h['x-api-key'] === 'string' ? h['x-api-key'] : '', flavor: 1 };
+}
 
 // ---------------------------------------------------------------------------
 // Streams: generators of SSE text, with a CUT marker for abrupt termination and a HOLD marker
@@ -730,7 +831,7 @@ function* respStream(c: StreamCtx): Generator<Item> {
     yield ev(
       'response.failed',
       '"response":' +
-        respObject(n, c.created, c.model, 'failed', '[' + item + ']', usage, '{"code":"server_error","message":"mock error"}'),
+        respObject(n, c.created, c.model, 'failed', '[' + item + ']', usage, '{"code":"server_error","message":"mock error"}', sw),
     );
     return;
   }
@@ -926,6 +1027,8 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
   let paused = false;
   let waiting: Array<() => void> = [];
   let counter = 0;
+  /** Credentials refused, with the status they are refused with (`refuseCredential`). */
+  const refused = new Map<string, 401 | 403>();
 
   // Held answers, by tag: how many reached their hold, who waits for that, and who is held.
   interface HoldTag { reached: number; waiters: Array<{ count: number; resolve: () => void }>; held: Set<() => void> }
@@ -996,6 +1099,11 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       void pump(res, plainBytes(before, plan, after), 0, noHold);
       return;
     }
+    // An answer repeating what the request wrote is built whole: no template holds it.
+    if (sw.echo !== NO_ECHO) {
+      sendJson(res, 200, flavor, rid, PLAIN_BUILDERS[fmt]('' + n, '' + nowSec(), modelJson, fullText(sw.chunks), sw));
+      return;
+    }
     const t = templateFor(fmt, sw);
     const parts = t.parts;
     const holes = t.holes;
@@ -1035,7 +1143,8 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       return;
     }
     if (sw.status !== 0) {
-      sendJson(res, sw.status, flavor, rid, statusErrorBody(flavor, sw.status));
+      const body = sw.status === 401 ? refusedCredentialBody(flavor, presentedCredential(res.req.headers).credential) : statusErrorBody(flavor, sw.status);
+      sendJson(res, sw.status, flavor, rid, body);
       return;
     }
     const model = body.model;
@@ -1054,7 +1163,11 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
       const tier = body.service_tier === 'auto' ? 'default' : body.service_tier;
       sw = { ...sw, tier, extraKey: sw.extraKey + '|' + tier };
     }
-    if (fmt === RESP) remember(n, modelJson, sw, body.input);
+    if (fmt === RESP) {
+      const echo = responseEcho(body);
+      if (echo !== NO_ECHO) sw = { ...sw, echo };
+      remember(n, modelJson, sw, body.input);
+    }
     if (body.stream !== true) {
       respondPlain(res, fmt, rid, n, modelJson, sw);
       return;
@@ -1076,6 +1189,12 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     const n = ++counter;
     const rid = 'req_mock_' + n;
     if (record) requests.push({ method: req.method ?? '', path: url, headers: req.headers, body: text });
+    if (refused.size !== 0) {
+      const { credential, flavor } = presentedCredential(req.headers);
+      const status = refused.get(credential);
+      if (status === 401) return sendJson(res, 401, flavor, rid, refusedCredentialBody(flavor, credential));
+      if (status !== undefined) return sendJson(res, status, flavor, rid, statusErrorBody(flavor, status));
+    }
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     const method = req.method;
@@ -1086,8 +1205,10 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     else if (method === 'GET' && path === '/v1/models') {
       const h = req.headers;
       const anthropic = h['anthropic-version'] !== undefined || (h['x-api-key'] !== undefined && h.authorization === undefined);
-      if (anthropic) sendJson(res, 200, 1, rid, ANTHROPIC_MODELS);
-      else sendJson(res, 200, 0, rid, OPENAI_MODELS);
+      if (!anthropic) return sendJson(res, 200, 0, rid, OPENAI_MODELS);
+      const page = anthropicModelPage(url.slice(path.length + 1));
+      if (page === null) sendJson(res, 400, 1, rid, anthropicError('invalid_request_error', 'limit: Input should be an integer from 1 to 1000'));
+      else sendJson(res, 200, 1, rid, page);
       return;
     } else if ((method === 'GET' || method === 'DELETE') && path.startsWith('/v1/responses/') && storedResponse(res, method, path.slice('/v1/responses/'.length), url.slice(path.length), rid)) {
       return;
@@ -1183,6 +1304,12 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     },
     get held(): number {
       return waiting.length;
+    },
+    refuseCredential(credential: string, status: 401 | 403 = 401): void {
+      refused.set(credential, status);
+    },
+    acceptCredential(credential: string): void {
+      refused.delete(credential);
     },
     waitHeld(tag: string, count = 1): Promise<void> {
       const h = holdTag(tag);

@@ -4,6 +4,7 @@ import type { Route } from '../http/routes.js';
 import { formatUsd } from '../money.js';
 import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import type { AccessLog } from './access-log.js';
+import { CredentialRefusals } from './credential-refusals.js';
 import { ENDPOINT_LABELS, ENDPOINT_OTHER, SURFACE_NONE, SURFACES, type Metrics } from './metrics.js';
 
 /**
@@ -46,7 +47,12 @@ function onClose(this: ObservedResponse): void {
 }
 
 export class Observer {
-  constructor(readonly metrics: Metrics | null, private readonly accessLog: AccessLog | null) {}
+  constructor(
+    readonly metrics: Metrics | null,
+    private readonly accessLog: AccessLog | null,
+    /** Providers refusing the gateway's credential, as their answers show it. */
+    readonly credentials: CredentialRefusals = new CredentialRefusals(),
+  ) {}
 
   /** A request arrived: observed when its response closes. */
   begin(res: ServerResponse, requestId: string): void {
@@ -166,6 +172,18 @@ export function noteDispatch(res: ServerResponse, provider: string): void {
 export function noteFirstByte(res: ServerResponse): void {
   const call = (res as ObservedResponse)[kCall];
   if (call !== undefined && call.dispatchedAt !== 0) call.observer.firstByte(call);
+}
+
+/** The provider this call was dispatched to refused the gateway's own credential (its 401). */
+export function noteCredentialRefused(res: ServerResponse): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call !== undefined && call.provider !== null) call.observer.credentials.refused(call.provider);
+}
+
+/** The provider this call was dispatched to answered with a 2xx: it accepts the gateway's credential. */
+export function noteCredentialAccepted(res: ServerResponse): void {
+  const call = (res as ObservedResponse)[kCall];
+  if (call !== undefined && call.provider !== null) call.observer.credentials.accepted(call.provider);
 }
 
 /** A metered call: it is observed only once its usage record exists, too. */

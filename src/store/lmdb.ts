@@ -294,6 +294,12 @@ export class Store implements GatewayStore {
     return true;
   }
 
+  readModelSwitches(done: (switches: ReadonlyMap<string, boolean> | null) => void): void {
+    const switches = new Map<string, boolean>();
+    for (const { key, value } of this.modelSwitches.getRange()) switches.set(key, value);
+    done(switches);
+  }
+
   /**
    * Step 7: counts one request in the key's fixed 60-second window (which starts with the
    * first request after the previous one ended) and, for a key with a concurrency limit, takes

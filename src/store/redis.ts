@@ -289,6 +289,13 @@ export class RedisStore implements GatewayStore {
     });
   }
 
+  readModelSwitches(done: (switches: ReadonlyMap<string, boolean> | null) => void): void {
+    this.client.hgetall(SWITCHES).then((all) => safely(() => done(new Map(Object.entries(all).map(([id, v]) => [id, v === '1'])))), (err: unknown) => {
+      this.failed('model_switch', err);
+      safely(() => done(null));
+    });
+  }
+
   hold(key: KeyRecord, callId: string, hold: Hold, done: HoldListener): void {
     const entry: CallEntry = {
       o: this.owner ?? '', p: 1, a: key.account, at: String(hold.at), h: String(hold.amount), ic: String(hold.interruptedCharge),

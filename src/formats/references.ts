@@ -1,0 +1,145 @@
+import type { RequestFacts } from './model.js';
+import { isObject } from './types.js';
+
+/**
+ * References to objects stored on the provider's account, which every key of the gateway shares:
+ * files, vector stores, containers, conversations, stored prompts and stored items. A key that
+ * learnt another tenant's file id could read that file, so none of them is forwarded (400
+ * `unsupported_option`), nor is `background: true` (a response generated after the call is
+ * answered, which the gateway could not meter).
+ *
+ * The request scanner flags the top-level members in which a key with one of these names stands
+ * (REFERENCE_NAMES), or an item shaped like a reference to a stored item; a body without them
+ * costs nothing here. Only a flagged member is parsed, and only the places where the provider
+ * reads an id are looked at: a function's JSON schema with a `file_id` property, `metadata`
+ * holding one, a citation's `file_id` inside an output item sent back in full, or a user's text
+ * naming one are not references.
+ */
+
+/** Looks at one top-level member's value: the JSON path of the reference it makes, or null. */
+export type ReferenceCheck = (value: unknown, path: string) => string | null;
+
+/** What `unsupported_option` says about a call, for the error's message and param. */
+export interface Unsupported {
+  path: string;
+  message: string;
+}
+
+/**
+ * The first reference (or `background: true`) in a request's flagged members, every occurrence of
+ * a member named twice included; null when there is none.
+ */
+export function unsupportedIn(facts: RequestFacts, checks: Readonly<Record<string, ReferenceCheck>>): Unsupported | null {
+  const flagged = facts.flagged;
+  if (flagged === null) return null;
+  for (const index of flagged) {
+    const name = facts.nameAt(index);
+    if (!Object.hasOwn(checks, name)) continue;
+    const path = checks[name]!(facts.valueAt(index), name);
+    if (path !== null) return { path, message: messageFor(path) };
+  }
+  return null;
+}
+
+function messageFor(path: string): string {
+  if (path === 'background') {
+    return 'This gateway does not run background responses ("background": true): they are generated after the call is answered, where the gateway cannot meter them. Leave "background" out (a stream keeps a long call alive).';
+  }
+  return `"${path}" refers to an object stored on the provider's account (a file, vector store, container, skill, conversation, stored prompt or stored item). Every key of this gateway shares that account, so such references are not forwarded. Send the content itself instead.`;
+}
+
+/** Whether a member is given at all (`null` is as good as absent to the providers). */
+function given(v: unknown): boolean {
+  return v !== undefined && v !== null;
+}
+
+/** The first non-null result of `check` over an array's elements, each with its path. */
+function firstIn(list: unknown, path: string, check: (element: Record<string, any>, path: string) => string | null): string | null {
+  if (!Array.isArray(list)) return null;
+  for (let i = 0; i < list.length; i++) {
+    const element: unknown = list[i];
+    if (!isObject(element) || Array.isArray(element)) continue;
+    const found = check(element, `${path}[${i}]`);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+// OpenAI Responses
+
+/** A content part (`input_file`, `input_image`, a computer call's screenshot) given by file id. */
+function partFileId(part: Record<string, any>, path: string): string | null {
+  return given(part.file_id) ? `${path}.file_id` : null;
+}
+
+/**
+ * One input item: a reference to a stored item (`item_reference`, or nothing but `id` besides
+ * `type`), or content parts given by file id (a message's `content`, a tool call output's
+ * `output`). An output item sent back in full passes, ids and citations included.
+ */
+function inputItem(item: Record<string, any>, path: string): string | null {
+  if (item.type === 'item_reference') return given(item.id) ? `${path}.id` : `${path}.type`;
+  const keys = Object.keys(item);
+  if (keys.includes('id') && keys.every((k) => k === 'id' || k === 'type')) return `${path}.id`;
+  const parts = firstIn(item.content, `${path}.content`, partFileId) ?? firstIn(item.output, `${path}.output`, partFileId);
+  if (parts !== null) return parts;
+  return isObject(item.output) && !Array.isArray(item.output) ? partFileId(item.output, `${path}.output`) : null;
+}
+
+/** A tool searching vector stores, running in a container by id or with files, or masking with a file. */
+function responsesTool(tool: Record<string, any>, path: string): string | null {
+  if (given(tool.vector_store_ids)) return `${path}.vector_store_ids`;
+  const container: unknown = tool.container;
+  if (typeof container === 'string') return `${path}.container`;
+  if (isObject(container) && Array.isArray(container.file_ids) && container.file_ids.length > 0) return `${path}.container.file_ids`;
+  if (isObject(tool.input_image_mask) && given(tool.input_image_mask.file_id)) return `${path}.input_image_mask.file_id`;
+  return null;
+}
+
+export const RESPONSES_REFERENCES: Readonly<Record<string, ReferenceCheck>> = {
+  input: (v, path) => firstIn(v, path, inputItem),
+  tools: (v, path) => firstIn(v, path, responsesTool),
+  conversation: (v, path) => (given(v) ? path : null),
+  prompt: (v, path) => (typeof v === 'string' ? path : isObject(v) && given(v.id) ? `${path}.id` : null),
+  background: (v, path) => (v === true ? path : null),
+};
+
+// OpenAI Chat Completions
+
+/** A message's `file` content parts given by file id. */
+function chatMessage(message: Record<string, any>, path: string): string | null {
+  return firstIn(message.content, `${path}.content`, (part, at) => (isObject(part.file) && given(part.file.file_id) ? `${at}.file.file_id` : null));
+}
+
+export const CHAT_REFERENCES: Readonly<Record<string, ReferenceCheck>> = {
+  messages: (v, path) => firstIn(v, path, chatMessage),
+};
+
+// Anthropic Messages
+
+/**
+ * A content block given by file id: a `container_upload` (`file_id`), a document or image whose
+ * source is a file; blocks nested in a tool result's `content` or a document's content source
+ * are looked into too.
+ */
+function anthropicBlock(block: Record<string, any>, path: string): string | null {
+  if (given(block.file_id)) return `${path}.file_id`;
+  const source: unknown = block.source;
+  if (isObject(source) && !Array.isArray(source)) {
+    if (given(source.file_id) || source.type === 'file') return `${path}.source.file_id`;
+    const inSource = firstIn(source.content, `${path}.source.content`, anthropicBlock);
+    if (inSource !== null) return inSource;
+  }
+  return firstIn(block.content, `${path}.content`, anthropicBlock);
+}
+
+export const MESSAGES_REFERENCES: Readonly<Record<string, ReferenceCheck>> = {
+  messages: (v, path) => firstIn(v, path, (message, at) => firstIn(message.content, `${at}.content`, anthropicBlock)),
+  container: (v, path) => {
+    if (typeof v === 'string') return path;
+    if (!isObject(v) || Array.isArray(v)) return null;
+    if (given(v.id)) return `${path}.id`;
+    const skills: unknown = v.skills;
+    return given(skills) && !(Array.isArray(skills) && skills.length === 0) ? `${path}.skills` : null;
+  },
+};
