@@ -10,6 +10,7 @@ import { newInstanceId, ownProof, proofFrom, proofText, provenGone } from './ins
 import { accountToRow, keyToRow, processToRow, responseToRow, rowToAccount, rowToKey, rowToProcess, rowToResponse, rowToUsage, usageToRow, type AccountRow, type CallRow, type DailyRow, type KeyRow, type ProcessRow, type ResponseRow, type UsageRow } from './rows.js';
 import { PLAIN_USAGE_DETAIL, type Account, type AuditEntry, type Charge, type DailyTotals, type Hold, type KeyMode, type KeyRecord, type MadeResponse, type NewKey, type Refusal, type ResponseCursor, type ResponseOwner, type UsageRecord } from '../domain/types.js';
 import { PendingAudit } from './audit.js';
+import { RetryQueue } from './retry.js';
 
 const WINDOW_MS = 60_000;
 
@@ -52,8 +53,10 @@ export class Store implements GatewayStore {
   readonly backend = 'lmdb' as const;
   private admits: Array<[KeyRecord, string, number, AdmitListener]> = [];
   private holds: Array<[KeyRecord, string, Hold, HoldListener]> = [];
-  private releases: Array<[KeyRecord, string]> = [];
-  private records: Array<[KeyRecord, UsageRecord, Charge, CommitListener, boolean, MadeResponse | null]> = [];
+  private releases: ReleaseEntry[] = [];
+  private records: RecordEntry[] = [];
+  /** Settlements and releases of a failed commit, tried again in order (store/retry.ts). */
+  private readonly retries = new RetryQueue<RecordEntry | ReleaseEntry>((items) => Promise.resolve(this.commitRetries(items)));
   private flushScheduled = false;
   /** This process's id as the owner of its calls in flight, once it serves (see serveCalls). */
   private owner: string | null = null;
@@ -137,6 +140,7 @@ export class Store implements GatewayStore {
 
   async close(): Promise<void> {
     if (this.flushScheduled) this.flush();
+    await this.retries.close();
     if (this.flushTimer !== null) clearInterval(this.flushTimer);
     this.stopServingCalls();
     await new Promise<void>((resolve) => this.syncToDisk(() => resolve()));
@@ -406,6 +410,9 @@ export class Store implements GatewayStore {
     } catch (err) {
       failure = err;
       log('error', 'store_commit_failed', { error: String(err) });
+      // The calls settled or released in it keep their holds; tried again in order (retry.ts).
+      for (const r of records) this.retries.add(r, r[1].callId);
+      for (const r of releases) this.retries.add(r, r[1]);
     }
     // Fail closed: when the commit failed, nothing is admitted and nothing is forwarded.
     for (let i = 0; i < admits.length; i++) {
@@ -423,6 +430,27 @@ export class Store implements GatewayStore {
     }
     for (const r of records) tellCommitted(r[3], failure);
   };
+
+  /**
+   * Commits what failed commits left (store/retry.ts), oldest first, in one transaction of its
+   * own (a group commit of new calls never waits on it); returns how many were committed.
+   */
+  private commitRetries(items: readonly (RecordEntry | ReleaseEntry)[]): number {
+    this.root.transactionSync(() => {
+      const accounts = new AccountCache(this.accounts);
+      for (const item of items) {
+        if (item.length === 2) this.endCall(item[0].id, item[1], accounts);
+        else this.applyRecords([item], accounts);
+      }
+      accounts.writeBack();
+    });
+    return items.length;
+  }
+
+  /** Tries now what failed commits left; resolves to how many are still kept. */
+  retryFailed(): Promise<number> {
+    return this.retries.retry();
+  }
 
   /** Flushes committed transactions to disk (mdb_env_sync, in lmdb-js's worker thread). */
   private syncToDisk(done: (err: unknown) => void): void {
@@ -505,7 +533,7 @@ export class Store implements GatewayStore {
    * day totals summed per (key, day, model): one read and one write each per group, not per
    * request (at c=32 these puts were ≈ 9 % of the gateway's CPU, bench/profile.ts).
    */
-  private applyRecords(records: Array<[KeyRecord, UsageRecord, Charge, CommitListener, boolean, MadeResponse | null]>, accounts: AccountCache): void {
+  private applyRecords(records: readonly RecordEntry[], accounts: AccountCache): void {
     const days = new Map<string, [[string, string, string], DailyRow]>();
     for (const [key, usage, charge, , settles, response] of records) {
       // The provider made the response for this account whatever the ledger's state of the call.
@@ -840,6 +868,11 @@ function tell<A, B>(listener: (a: A, b: B) => void, a: A, b: B): void {
 function tellCommitted(listener: CommitListener, error: unknown): void {
   tell((e: unknown) => listener.committed(e), error, undefined);
 }
+
+/** A settlement queued for the group commit: key, record, charge, listener, settles, response made. */
+type RecordEntry = [KeyRecord, UsageRecord, Charge, CommitListener, boolean, MadeResponse | null];
+/** A release queued for the group commit: key, call id. */
+type ReleaseEntry = [KeyRecord, string];
 
 /** Whether a registered serving process is gone: its heartbeat is stale, or it is proven gone on this machine. */
 function ownerIsGone(row: ProcessRow, now: number): boolean {

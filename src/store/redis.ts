@@ -3,6 +3,7 @@ import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_RESPONSE_RETENTION_DAYS } from '../config/load.js';
 import type { AdmissionListener, CommitListener, GatewayStore, HoldListener } from '../domain/interfaces.js';
 import { log } from '../log.js';
+import { RetryQueue } from './retry.js';
 import { newInstanceId, ownProof, proofFrom, proofText, provenGone } from './instance.js';
 import { responseToRow, rowToResponse, rowToUsage, usageToRow, type ResponseRow } from './rows.js';
 import { ADMIT, CREATE, FORGET, HOLD, ORPHAN, RELEASE, SETTLE, SWITCH, TOPUP, UPDATE } from './redis-scripts.js';
@@ -84,8 +85,8 @@ export class RedisStore implements GatewayStore {
   private owner: string | null = null;
   private timers: NodeJS.Timeout[] = [];
   private healthy = true;
-  /** Releases and settlements whose reply was lost, tried again until Redis has them (each is idempotent). */
-  private retries: Array<() => Promise<unknown>> = [];
+  /** Releases and settlements that failed or whose reply was lost, tried again in order (store/retry.ts; each is idempotent). */
+  private readonly retries = new RetryQueue<() => Promise<unknown>>(commitInOrder);
   private readonly pendingAudit = new PendingAudit();
   private auditSeq = 0;
   private readonly s: Scripts;
@@ -178,6 +179,7 @@ export class RedisStore implements GatewayStore {
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    await this.retries.close();
     if (this.owner !== null) {
       await Promise.allSettled([this.client.del(heartbeat(this.owner))]);
       this.owner = null;
@@ -341,7 +343,7 @@ export class RedisStore implements GatewayStore {
       if (!this.single && this.owner !== null) return this.client.srem(ownerCalls(this.owner), ownerMember);
       return undefined;
     });
-    attempt().catch(() => this.retries.push(attempt));
+    attempt().catch(() => this.retries.add(attempt, callId));
   }
 
   record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true, response: MadeResponse | null = null): void {
@@ -363,7 +365,7 @@ export class RedisStore implements GatewayStore {
       this.failed('settle', err);
       // Idempotent by call id: tried again until Redis has it, so what the provider billed is
       // charged once (or, should this process die first, settled as interrupted by a survivor).
-      this.retries.push(() => this.runPromised(this.hot.settle, args).then(stored));
+      this.retries.add(() => this.runPromised(this.hot.settle, args).then(stored), usage.callId);
       tellCommitted(listener, err);
     });
   }
@@ -447,7 +449,7 @@ export class RedisStore implements GatewayStore {
     };
     beat();
     void this.client.sadd(OWNERS, owner).catch(() => undefined);
-    const sweep = (): Promise<void> => this.retryFailed().then(() => this.settleOrphans()).then(() => undefined, (err: unknown) => {
+    const sweep = (): Promise<void> => this.settleOrphans().then(() => undefined, (err: unknown) => {
       log('error', 'orphan_sweep_failed', { error: String(err) });
     });
     const timers = [setInterval(beat, HEARTBEAT_MS), setInterval(() => void sweep(), SWEEP_MS)];
@@ -457,17 +459,11 @@ export class RedisStore implements GatewayStore {
     return this.serving;
   }
 
-  private async retryFailed(): Promise<void> {
-    const pending = this.retries;
-    this.retries = [];
-    for (const attempt of pending) {
-      try {
-        await attempt();
-      } catch {
-        this.retries.push(attempt);
-      }
-    }
+  /** Tries now what failed commands left; resolves to how many are still kept. */
+  retryFailed(): Promise<number> {
+    return this.retries.retry();
   }
+
 
   /**
    * Settles, exactly once, every call whose owner's heartbeat has expired (OWNER_TTL_MS):
@@ -892,6 +888,20 @@ function safely(listener: () => void): void {
   } catch (err) {
     log('error', 'store_listener_failed', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
   }
+}
+
+/** Runs the kept attempts one after another, stopping at the first that fails: how many succeeded. */
+async function commitInOrder(attempts: readonly (() => Promise<unknown>)[]): Promise<number> {
+  let done = 0;
+  for (const attempt of attempts) {
+    try {
+      await attempt();
+    } catch {
+      break;
+    }
+    done++;
+  }
+  return done;
 }
 
 function tellCommitted(listener: CommitListener, error: unknown): void {
