@@ -4,7 +4,7 @@
  * charges nothing more and stores no second record. In process, on a real redis-server.
  */
 import t from 'tap';
-import { RedisStore } from '../src/store/redis.js';
+import { RedisStore } from '../src/store/redis/store.js';
 import type { Hold } from '../src/domain/types.js';
 import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/domain/types.js';
 import { startRedis } from './helpers/redis.js';

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { Store } from '../src/store/lmdb.js';
+import { Store } from '../src/store/lmdb/store.js';
 import { PLAIN_USAGE_DETAIL } from '../src/domain/types.js';
 import { eventually } from './helpers/client-gone.js';
 import { allRecords, defaultConfig, post, runCli, startGateway, usageOf } from './helpers/harness.js';

@@ -1,4 +1,4 @@
-import type { Account, KeyMode, KeyRecord, Refusal } from './types.js';
+import { PLAIN_USAGE_DETAIL, type Account, type KeyMode, type KeyRecord, type Refusal, type UsageRecord } from './types.js';
 
 /**
  * Whether a known key may call this surface now: steps 4 and 5 of the spec's order of checks
@@ -14,7 +14,7 @@ export function keyRefusal(key: KeyRecord, surface: KeyMode, now: number): Refus
 
 /**
  * Step 6: a credit key with no balance left, or a token key with its budget used up, once
- * the holds of its calls in flight are counted as spent. Placing a hold (store/lmdb.ts) checks
+ * the holds of its calls in flight are counted as spent. Placing a hold (store/lmdb/ledger.ts, the Lua script HOLD) checks
  * the same rule again, atomically, so of the calls that pass here at once only those that find
  * funds left are forwarded.
  */
@@ -27,4 +27,35 @@ export function fundsRefusal(account: Account | undefined): 'insufficient_credit
 /** Step 9: the model must be on the key's allowlist when it has one. */
 export function modelAllowed(key: KeyRecord, model: string): boolean {
   return key.models === null || key.models.length === 0 || key.models.includes(model);
+}
+
+/** The status recorded for a call settled after its process died (the client saw its connection drop). */
+export const INTERRUPTED_STATUS = 500;
+
+/** What a call in flight left when its process died: enough to settle it (both backends keep this much). */
+export interface InterruptedCall {
+  callId: string;
+  at: number;
+  endpoint: string;
+  model: string;
+  stream: boolean;
+  /** The input tokens its charge stands for (estimated from the request's size). */
+  inputTokens: number;
+  /** Its charge if interrupted, in its account's unit. */
+  charge: number;
+}
+
+/**
+ * The record of a call whose process died with it in flight: `error: "interrupted"`, estimated,
+ * charged its input estimate (the provider received the request and bills its input; what it
+ * produced never reached anyone whole) and no output. `credit`: its account is a credit account
+ * (the charge is nUSD), else a token account (the charge is tokens).
+ */
+export function interruptedRecord(call: InterruptedCall, credit: boolean): UsageRecord {
+  return {
+    at: call.at, callId: call.callId, requestId: call.callId, endpoint: call.endpoint as UsageRecord['endpoint'], model: call.model, stream: call.stream,
+    status: INTERRUPTED_STATUS, inputTokens: call.inputTokens, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+    costNano: credit ? call.charge : null, tokensCharged: credit ? 0 : call.charge, error: 'interrupted', estimated: true, clientGone: false,
+    ...PLAIN_USAGE_DETAIL, estimateReason: 'interrupted',
+  };
 }

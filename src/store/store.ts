@@ -7,19 +7,20 @@
  * Each backend is loaded only when used: an LMDB deployment never loads the Redis client, and a
  * Redis one never opens an LMDB environment.
  */
-import type { Store as LmdbStore } from './lmdb.js';
-import type { RedisStore } from './redis.js';
+import type { Store as LmdbStore } from './lmdb/store.js';
+import type { RedisStore } from './redis/store.js';
 
 export { checkLmdbBinding, openStore, type StorePlan } from './open.js';
-export type { FsyncMode, StoreDump, StoreOptions } from './lmdb.js';
+export type { FsyncMode, StoreOptions } from './lmdb/store.js';
+export type { StoreDump } from './dump.js';
 export { RetentionSweeper, type RetentionOptions } from './retention.js';
 
 /** The LMDB store of `dataDir`, as `tollgate store migrate` reads it (its dump). */
 export async function openMigrationSource(dataDir: string): Promise<LmdbStore> {
-  return (await import('./lmdb.js')).Store.open(dataDir);
+  return (await import('./lmdb/store.js')).Store.open(dataDir);
 }
 
 /** The Redis (or Cluster) at `url`, as `tollgate store migrate` writes and checks it. */
 export async function openMigrationTarget(url: string): Promise<RedisStore> {
-  return (await import('./redis.js')).RedisStore.open(url);
+  return (await import('./redis/store.js')).RedisStore.open(url);
 }
