@@ -68,3 +68,14 @@ t.test('the store imports nothing of the pipeline above it', async (t) => {
   const allowed = (to: string): boolean => under(to, 'store') || under(to, 'domain') || to === 'src/log.ts' || to === 'src/config/load.ts';
   t.same(edges.filter(([from, to]) => under(from, 'store') && !allowed(to)), []);
 });
+
+t.test('the store is in a folder per backend, a file per role, none of them long', async (t) => {
+  for (const backend of ['lmdb', 'redis']) {
+    for (const role of ['admission', 'ledger', 'issuer', 'usage', 'liveness', 'store']) t.ok(graph.has(`src/store/${backend}/${role}.ts`), `src/store/${backend}/${role}.ts`);
+  }
+  t.ok(graph.has('src/store/lmdb/open.ts') && graph.has('src/store/redis/connection.ts'), 'opening apart: lmdb/open.ts, redis/connection.ts');
+  const across = edges.filter(([from, to]) => (under(from, 'store/lmdb') && under(to, 'store/redis')) || (under(from, 'store/redis') && under(to, 'store/lmdb')));
+  t.same(across, [], 'neither backend imports from the other');
+  const long = [...graph.keys()].filter((file) => under(file, 'store')).map((file) => [file, readFileSync(join(ROOT, file), 'utf8').split('\n').length] as const).filter(([, lines]) => lines > 400);
+  t.same(long, [], 'no file of the store over 400 lines');
+});

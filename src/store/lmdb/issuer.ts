@@ -2,7 +2,7 @@ import type { Database } from 'lmdb';
 import type { Account, AuditEntry, KeyRecord, NewKey } from '../../domain/types.js';
 import { PendingAudit } from '../audit.js';
 import { newId } from '../common.js';
-import { accountToRow, keyToRow, rowToAccount, rowToKey } from '../rows.js';
+import { accountToRow, auditKeyId, auditToRow, keyToRow, rowToAccount, rowToAudit, rowToKey, type AuditRow } from '../rows.js';
 import { LmdbEnvironment } from './open.js';
 
 /**
@@ -157,7 +157,7 @@ export class LmdbIssuer extends LmdbEnvironment {
   protected auditedResult<T>(result: T): T {
     const e = this.pendingAudit.take()?.(result);
     if (e !== undefined) {
-      this.audit.put([e.at, `${process.pid.toString(36)}.${(this.auditSeq++).toString(36)}`], [e.at, e.action, e.keyId, e.actor, e.address, JSON.stringify(e.detail)]);
+      this.audit.put([e.at, `${process.pid.toString(36)}.${(this.auditSeq++).toString(36)}`], auditToRow(e));
     }
     return result;
   }
@@ -166,13 +166,12 @@ export class LmdbIssuer extends LmdbEnvironment {
   auditTrail(keyId?: string, limit = 10_000): Promise<AuditEntry[]> {
     const list: AuditEntry[] = [];
     for (const { value: r } of this.audit.getRange()) {
-      if (keyId !== undefined && r[2] !== keyId) continue;
-      list.push({ at: r[0], action: r[1], keyId: r[2], actor: r[3], address: r[4], detail: JSON.parse(r[5]) as Record<string, unknown> });
+      if (keyId !== undefined && auditKeyId(r) !== keyId) continue;
+      list.push(rowToAudit(r));
       if (list.length === limit) break;
     }
     return Promise.resolve(list);
   }
 }
 
-type AuditRow = [number, string, string | null, string, string | null, string];
 

@@ -4,7 +4,7 @@ import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, UsageRecord } from
 import { log } from '../../log.js';
 import { tell, tellCommitted } from '../common.js';
 import { RetryQueue } from '../retry.js';
-import { processToRow, responseToRow, rowToAccount, usageToRow, type AccountRow, type DailyRow } from '../rows.js';
+import { addDailyRows, addHeld, callAccount, callHeld, chargeRow, countInDaily, countInWindow, heldToRow, processToRow, responseToRow, rowToAccount, slotToRow, usageToRow, windowCount, windowStart, type AccountRow, type DailyRow, type RateRow } from '../rows.js';
 import type { Database } from 'lmdb';
 import { LmdbUsage } from './usage.js';
 
@@ -196,15 +196,15 @@ export class LmdbLedger extends LmdbUsage {
    * flight are counted from its entries (at most its limit, so the count is short).
    */
   protected countRequests(admits: Array<[KeyRecord, string, number, AdmitListener]>, decisions: Array<[Refusal | null, number]>): void {
-    const windows = new Map<string, [number, number]>();
+    const windows = new Map<string, RateRow>();
     for (const [key, callId, now] of admits) {
-      let window: [number, number] | undefined;
+      let window: RateRow | undefined;
       if (key.rpm !== null) {
         window = windows.get(key.id) ?? this.rate.get(key.id);
-        if (window === undefined || now >= window[0] + WINDOW_MS) window = [now, 0];
+        if (window === undefined || now >= windowStart(window) + WINDOW_MS) window = [now, 0];
         windows.set(key.id, window);
-        if (window[1] >= key.rpm) {
-          decisions.push(['rate_limit_exceeded', Math.max(1, Math.ceil((window[0] + WINDOW_MS - now) / 1000))]);
+        if (windowCount(window) >= key.rpm) {
+          decisions.push(['rate_limit_exceeded', Math.max(1, Math.ceil((windowStart(window) + WINDOW_MS - now) / 1000))]);
           continue;
         }
       }
@@ -213,9 +213,9 @@ export class LmdbLedger extends LmdbUsage {
           decisions.push(['concurrency_limit_exceeded', 1]);
           continue;
         }
-        this.calls.put([key.id, callId], [key.account, this.owner ?? '', now, 0, 0, 0, '', '', 0, 0]);
+        this.calls.put([key.id, callId], slotToRow(key.account, this.owner ?? '', now));
       }
-      if (window !== undefined) window[1] += 1;
+      if (window !== undefined) countInWindow(window);
       decisions.push([null, 0]);
     }
     for (const [keyId, window] of windows) this.rate.put(keyId, window);
@@ -232,9 +232,8 @@ export class LmdbLedger extends LmdbUsage {
         decisions.push(short);
         continue;
       }
-      if (acct !== undefined) acct[4] = (acct[4] ?? 0) + hold.amount;
-      this.calls.put([key.id, callId], [key.account, this.owner ?? '', hold.at, hold.amount, hold.interruptedCharge, hold.interruptedInputTokens,
-        hold.endpoint, hold.model, hold.stream ? 1 : 0, 1]);
+      if (acct !== undefined) addHeld(acct, hold.amount);
+      this.calls.put([key.id, callId], heldToRow(key.account, this.owner ?? '', hold));
       decisions.push(null);
     }
   }
@@ -250,9 +249,10 @@ export class LmdbLedger extends LmdbUsage {
     const call = this.calls.get([keyId, callId]);
     if (call === undefined) return false;
     this.calls.remove([keyId, callId]);
-    if (call[3] !== 0) {
-      const acct = accounts.get(call[0]);
-      if (acct !== undefined) acct[4] = (acct[4] ?? 0) - call[3];
+    const held = callHeld(call);
+    if (held !== 0) {
+      const acct = accounts.get(callAccount(call));
+      if (acct !== undefined) addHeld(acct, -held);
     }
     return true;
   }
@@ -283,27 +283,20 @@ export class LmdbLedger extends LmdbUsage {
       }
       this.usage.put([key.id, usage.at, usage.callId], usageToRow(usage));
       const acct = accounts.get(key.account);
-      if (acct !== undefined) {
-        if (acct[0] === 0) acct[1] -= charge.nano;
-        else acct[3] += charge.tokens;
-      }
+      if (acct !== undefined) chargeRow(acct, charge.nano, charge.tokens);
       // Tokens are counted for both kinds of key (what was used); cost is what was charged.
       const day = this.dayOf(usage.at);
       const id = `${key.id}\n${day}\n${usage.model}`;
       const total = days.get(id);
       if (total === undefined) days.set(id, [[key.id, day, usage.model], [1, charge.nano, usage.tokensCharged]]);
-      else {
-        total[1][0] += 1;
-        total[1][1] += charge.nano;
-        total[1][2] += usage.tokensCharged;
-      }
+      else countInDaily(total[1], charge.nano, usage.tokensCharged);
     }
     for (const [dayKey, add] of days.values()) this.addDaily(dayKey, add);
   }
 
   protected addDaily(dayKey: [string, string, string], add: DailyRow): void {
     const row = this.daily.get(dayKey);
-    this.daily.put(dayKey, row === undefined ? add : [row[0] + add[0], row[1] + add[1], row[2] + add[2]]);
+    this.daily.put(dayKey, row === undefined ? add : addDailyRows(row, add));
   }
 }
 

@@ -1,7 +1,7 @@
 import { interruptedRecord } from '../../domain/rules.js';
 import { log } from '../../log.js';
 import { newInstanceId, ownProof, proofFrom, proofText, provenGone } from '../instance.js';
-import { processToRow, rowToProcess, usageToRow, type ProcessRow } from '../rows.js';
+import { callOwner, chargeRow, isCreditRow, processToRow, rowToCall, rowToProcess, usageToRow, type ProcessRow } from '../rows.js';
 import { AccountCache, LmdbLedger } from './ledger.js';
 
 /** A serving process writes its heartbeat this often … */
@@ -74,27 +74,25 @@ export class LmdbLiveness extends LmdbLedger {
     }
     const orphans: Array<[string, string]> = [];
     for (const { key, value } of this.calls.getRange()) {
-      if (!live.has(value[1])) orphans.push(key);
+      if (!live.has(callOwner(value))) orphans.push(key);
     }
     if (orphans.length === 0 && dead.size === 0) return 0;
     let settled = 0;
     this.root.transactionSync(() => {
       const accounts = new AccountCache(this.accounts);
       for (const [keyId, callId] of orphans) {
-        const call = this.calls.get([keyId, callId]);
-        if (call === undefined || live.has(call[1])) continue;
+        const row = this.calls.get([keyId, callId]);
+        if (row === undefined || live.has(callOwner(row))) continue;
         this.endCall(keyId, callId, accounts);
         settled++;
-        if (call[9] === 0) continue;
-        const acct = accounts.get(call[0]);
-        const credit = acct === undefined || acct[0] === 0;
-        if (acct !== undefined) {
-          if (credit) acct[1] -= call[4];
-          else acct[3] += call[4];
-        }
-        const record = interruptedRecord({ callId, at: call[2], endpoint: call[6], model: call[7], stream: call[8] === 1, inputTokens: call[5], charge: call[4] }, credit);
+        const call = rowToCall(row);
+        if (call.phase === 0) continue;
+        const acct = accounts.get(call.account);
+        const credit = acct === undefined || isCreditRow(acct);
+        if (acct !== undefined) chargeRow(acct, call.interruptedCharge, call.interruptedCharge);
+        const record = interruptedRecord({ callId, at: call.at, endpoint: call.endpoint, model: call.model, stream: call.stream, inputTokens: call.interruptedInputTokens, charge: call.interruptedCharge }, credit);
         this.usage.put([keyId, record.at, callId], usageToRow(record));
-        this.addDaily([keyId, this.dayOf(record.at), record.model], [1, credit ? call[4] : 0, record.tokensCharged]);
+        this.addDaily([keyId, this.dayOf(record.at), record.model], [1, credit ? call.interruptedCharge : 0, record.tokensCharged]);
       }
       accounts.writeBack();
       for (const owner of dead) this.processes.remove(owner);

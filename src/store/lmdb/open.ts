@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { log } from '../../log.js';
 import { assertFixedLmdbBinding } from '../binding.js';
-import type { AccountRow, CallRow, DailyRow, KeyRow, ProcessRow, ResponseRow, UsageRow } from '../rows.js';
+import type { AccountRow, CallRow, DailyRow, KeyRow, ProcessRow, RateRow, ResponseRow, UsageRow } from '../rows.js';
 
 /**
  * When a commit reaches the disk:
@@ -25,7 +25,7 @@ export type LmdbDatabases = [
   Database<KeyRow, string>,
   Database<string, string>,
   Database<AccountRow, string>,
-  Database<[number, number], string>,
+  Database<RateRow, string>,
   Database<boolean, string>,
   Database<UsageRow, [string, number, string]>,
   Database<DailyRow, [string, string, string]>,
@@ -90,7 +90,7 @@ export class LmdbEnvironment {
     protected readonly keyIds: Database<string, string>,
     protected readonly accounts: Database<AccountRow, string>,
     /** key id → [window start (ms), requests in it] */
-    protected readonly rate: Database<[number, number], string>,
+    protected readonly rate: Database<RateRow, string>,
     /** model id → enabled (run-time override of the config file) */
     protected readonly modelSwitches: Database<boolean, string>,
     /** [key id, at, request id] → UsageRow */

@@ -1,5 +1,5 @@
 import type { Account, AuditEntry, DailyTotals, KeyRecord, ResponseCursor, UsageRecord } from '../../domain/types.js';
-import { rowToAccount, rowToKey, rowToResponse, rowToUsage } from '../rows.js';
+import { responseRowAt, rowToAccount, rowToAudit, rowToCall, rowToDaily, rowToKey, rowToResponse, rowToUsage } from '../rows.js';
 import type { StoreDump } from '../dump.js';
 import { LmdbIssuer } from './issuer.js';
 
@@ -26,10 +26,11 @@ export class LmdbUsage extends LmdbIssuer {
       const [, day, model] = key;
       let totals = days.get(day);
       if (totals === undefined) days.set(day, (totals = { requests: 0, costNano: 0, tokens: 0, byModel: {} }));
-      totals.requests += value[0];
-      totals.costNano += value[1];
-      totals.tokens += value[2];
-      totals.byModel[model] = { requests: value[0], costNano: value[1], tokens: value[2] };
+      const counts = rowToDaily(value);
+      totals.requests += counts.requests;
+      totals.costNano += counts.costNano;
+      totals.tokens += counts.tokens;
+      totals.byModel[model] = counts;
     }
     return Promise.resolve(days);
   }
@@ -86,7 +87,7 @@ export class LmdbUsage extends LmdbIssuer {
         next = key;
         break;
       }
-      if (value[2] < before) doomed.push(key);
+      if (responseRowAt(value) < before) doomed.push(key);
     }
     if (doomed.length > 0) {
       this.root.transactionSync(() => {
@@ -111,17 +112,15 @@ export class LmdbUsage extends LmdbIssuer {
     const accounts: Array<[string, Account]> = [];
     for (const { key, value } of this.accounts.getRange()) accounts.push([key, rowToAccount(value)]);
     const calls: StoreDump['calls'] = [];
-    for (const { key, value: c } of this.calls.getRange()) {
-      calls.push({ keyId: key[0], callId: key[1], account: c[0], owner: c[1], at: c[2], held: c[3], interruptedCharge: c[4], interruptedInputTokens: c[5], endpoint: c[6], model: c[7], stream: c[8] === 1, phase: c[9] });
-    }
+    for (const { key, value } of this.calls.getRange()) calls.push({ keyId: key[0], callId: key[1], ...rowToCall(value) });
     const usage: Array<[string, UsageRecord]> = [];
     for (const { key, value } of this.usage.getRange()) usage.push([key[0], rowToUsage(value)]);
     const daily: StoreDump['daily'] = [];
-    for (const { key, value } of this.daily.getRange()) daily.push({ keyId: key[0], day: key[1], model: key[2], requests: value[0], costNano: value[1], tokens: value[2] });
+    for (const { key, value } of this.daily.getRange()) daily.push({ keyId: key[0], day: key[1], model: key[2], ...rowToDaily(value) });
     const switches: Array<[string, boolean]> = [];
     for (const { key, value } of this.modelSwitches.getRange()) switches.push([key, value]);
     const audit: AuditEntry[] = [];
-    for (const { value: r } of this.audit.getRange()) audit.push({ at: r[0], action: r[1], keyId: r[2], actor: r[3], address: r[4], detail: JSON.parse(r[5]) as Record<string, unknown> });
+    for (const { value } of this.audit.getRange()) audit.push(rowToAudit(value));
     const responses: StoreDump['responses'] = [];
     for (const { key, value } of this.responses.getRange()) responses.push({ account: key[0], id: key[1], ...rowToResponse(value) });
     return { keys, accounts, calls, usage, daily, switches, audit, responses };
