@@ -59,3 +59,12 @@ export function interruptedRecord(call: InterruptedCall, credit: boolean): Usage
     ...PLAIN_USAGE_DETAIL, estimateReason: 'interrupted',
   };
 }
+
+/**
+ * Step 10: a model is served when its run-time switch (`tollgate models enable|disable`) says
+ * so, and, without a switch entry, when the config file's `enabled` does (`byDefault`). The Lua
+ * scripts restate it (`sw == '1' or (not sw and default == '1')`).
+ */
+export function modelSwitchedOn(switched: boolean | undefined, byDefault: boolean): boolean {
+  return switched ?? byDefault;
+}

@@ -1,5 +1,5 @@
 import type { AdmissionListener } from '../../domain/interfaces.js';
-import { fundsRefusal, keyRefusal } from '../../domain/rules.js';
+import { fundsRefusal, keyRefusal, modelSwitchedOn } from '../../domain/rules.js';
 import type { KeyMode, KeyRecord, ResponseOwner } from '../../domain/types.js';
 import { rowToResponse } from '../rows.js';
 import { LmdbLiveness } from './liveness.js';
@@ -26,7 +26,7 @@ export class LmdbAdmission extends LmdbLiveness {
   }
 
   modelEnabled(id: string, byDefault: boolean, done: (enabled: boolean | null) => void): void {
-    done(this.modelSwitches.get(id) ?? byDefault);
+    done(modelSwitchedOn(this.modelSwitches.get(id), byDefault));
   }
 
   responseOwner(account: string, id: string, done: (owner: ResponseOwner | undefined, failure: unknown) => void): void {

@@ -1,5 +1,5 @@
 import type { CommitListener, HoldListener } from '../../domain/interfaces.js';
-import { fundsRefusal } from '../../domain/rules.js';
+import { fundsRefusal, modelSwitchedOn } from '../../domain/rules.js';
 import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, UsageRecord } from '../../domain/types.js';
 import { log } from '../../log.js';
 import { tell, tellCommitted } from '../common.js';
@@ -66,7 +66,7 @@ export class LmdbLedger extends LmdbUsage {
    */
   hold(key: KeyRecord, callId: string, hold: Hold, done: HoldListener): void {
     // Step 10's run-time switch, read now as every other read of the request path.
-    if (!(this.modelSwitches.get(hold.model) ?? hold.enabledByDefault)) {
+    if (!modelSwitchedOn(this.modelSwitches.get(hold.model), hold.enabledByDefault)) {
       this.release(key, callId);
       return done('model_not_available');
     }

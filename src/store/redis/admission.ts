@@ -1,9 +1,10 @@
 import type { AdmissionListener } from '../../domain/interfaces.js';
+import { modelSwitchedOn } from '../../domain/rules.js';
 import type { HoldEitherWay, KeyMode, KeyRecord, Refusal, ResponseOwner } from '../../domain/types.js';
 import { rowToResponse, type ResponseRow } from '../rows.js';
 import { safely } from './connection.js';
 import { RedisLiveness } from './liveness.js';
-import { callsName, keyName, NO_OWNER, ownerCalls, rateName, responseName, SWITCHES } from './names.js';
+import { callsName, keyName, switchOf, NO_OWNER, ownerCalls, rateName, responseName, SWITCHES } from './names.js';
 
 /** Steps 3–7 of the order of checks, with 9, 10 and the hold in the same script when it can, and what the request path reads beside them (Admission). */
 export class RedisAdmission extends RedisLiveness {
@@ -55,7 +56,7 @@ export class RedisAdmission extends RedisLiveness {
     // they travel in the same round trip (the index entry is taken back if nothing is held).
     if (this.owner !== null) void this.client.sadd(ownerCalls(this.owner), ownerMember).catch(() => undefined);
     Promise.all([this.s.tgAdmit(...args), this.client.hget(SWITCHES, credit.model)]).then(
-      ([reply, sw]) => decided(null, reply, sw === null ? credit.enabledByDefault : sw === '1'),
+      ([reply, sw]) => decided(null, reply, modelSwitchedOn(switchOf(sw), credit.enabledByDefault)),
       (err: Error) => decided(err, null),
     );
   }
@@ -97,7 +98,7 @@ export class RedisAdmission extends RedisLiveness {
   }
 
   modelEnabled(id: string, byDefault: boolean, done: (enabled: boolean | null) => void): void {
-    this.client.hget(SWITCHES, id).then((v) => safely(() => done(v === null ? byDefault : v === '1')), (err: unknown) => {
+    this.client.hget(SWITCHES, id).then((v) => safely(() => done(modelSwitchedOn(switchOf(v), byDefault))), (err: unknown) => {
       this.failed('model_switch', err);
       safely(() => done(null));
     });

@@ -1,4 +1,5 @@
 import type { CommitListener, HoldListener } from '../../domain/interfaces.js';
+import { modelSwitchedOn } from '../../domain/rules.js';
 import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, UsageRecord } from '../../domain/types.js';
 import { log } from '../../log.js';
 import { tellCommitted } from '../common.js';
@@ -6,7 +7,7 @@ import { RetryQueue } from '../retry.js';
 import { responseToRow, usageToRow } from '../rows.js';
 import { safely } from './connection.js';
 import { RedisMigration } from './migration.js';
-import { accountName, callsName, dayName, member, NO_OWNER, ownerCalls, SWITCHES, usageIndex, usageRows, type CallEntry } from './names.js';
+import { accountName, callsName, switchOf, dayName, member, NO_OWNER, ownerCalls, SWITCHES, usageIndex, usageRows, type CallEntry } from './names.js';
 
 /** Holds, releases and settlements: the ledger of a call from its hold to its record (Ledger). */
 export class RedisLedger extends RedisMigration {
@@ -40,7 +41,7 @@ export class RedisLedger extends RedisMigration {
     // so they travel in the same round trip.
     if (this.owner !== null) void this.client.sadd(ownerCalls(this.owner), ownerMember).catch(() => undefined);
     Promise.all([this.s.tgHold(...args), this.client.hget(SWITCHES, hold.model)]).then(
-      ([reply, sw]) => placed(null, reply, sw === null ? hold.enabledByDefault : sw === '1'),
+      ([reply, sw]) => placed(null, reply, modelSwitchedOn(switchOf(sw), hold.enabledByDefault)),
       (err: Error) => placed(err, null),
     );
   }

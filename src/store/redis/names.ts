@@ -29,6 +29,8 @@ export const DAY_MS = 86_400_000;
 export interface CallEntry { o: string; p: 0 | 1; a: string; at: string; h: string; ic?: string; it?: string; e?: string; m?: string; s?: string; k?: string }
 
 export const SWITCHES = 'tg:{m}:sw';
+/** A model's switch as stored in SWITCHES ('1' on, '0' off), undefined when it has no entry. */
+export const switchOf = (stored: string | null | undefined): boolean | undefined => (stored == null ? undefined : stored === '1');
 /** The owner index named by a process that serves no calls (a command line): never read. */
 export const NO_OWNER = '-';
 export const MODEL_AUDIT = 'tg:{m}:au';
