@@ -45,10 +45,13 @@
 import t from 'tap';
 import { chatCall, openClients, startCostGateway } from './helpers/cost-gateway.js';
 
+// Thousands of sequential calls: on two busy cores (CI runs two files at once) this passes tap's 120 s.
+t.setTimeout(10 * 60_000);
+
 /** Bytes allocated per call, by Node.js major, when last seeded (the line this test prints). */
 const ALLOCATED: Record<number, { plain: number; stream: number }> = {
-  20: { plain: 70942, stream: 91284 },
-  24: { plain: 68968, stream: 88911 },
+  20: { plain: 71887, stream: 91504 },
+  24: { plain: 70005, stream: 89158 },
 };
 /** How far above its seeded figure a call may allocate: a quarter KB, ≈ 0.3 % of a call. */
 const MARGIN_BYTES = 256;

@@ -28,6 +28,9 @@ import t from 'tap';
 import { chatCall, openClients, startCostGateway, type Clients, type CostGateway, type WindowReport } from './helpers/cost-gateway.js';
 import { startRedis, type RedisServer } from './helpers/redis.js';
 
+// Thousands of sequential calls: on two busy cores (CI runs two files at once) this passes tap's 120 s.
+t.setTimeout(10 * 60_000);
+
 /** Per call, at most: the figures of the last seeding (the lines this test prints). */
 const COUNTS: Record<'lmdb' | 'redis', Record<'plain' | 'stream', Partial<Figures>>> = {
   lmdb: {

@@ -25,6 +25,9 @@
 import t from 'tap';
 import { chatCall, openClients, startCostGateway } from './helpers/cost-gateway.js';
 
+// Thousands of sequential calls: on two busy cores (CI runs two files at once) this passes tap's 120 s.
+t.setTimeout(10 * 60_000);
+
 /** At most this many bytes promoted per call (a plain call allocates ≈ 70 KB; the Set promoted 5.7–9.6 KB). */
 const PROMOTED_BUDGET = { plain: 2560, stream: 2560 };
 
