@@ -6,15 +6,16 @@
  * hold that just fits), the model switch with its default (a model without a switch entry), the
  * hold, and a settlement sent twice. In process, on a real data directory and redis-server.
  *
- * Not here: the rate window's last millisecond (Redis counts by its own clock, which a test
- * cannot hold still); test/rate-limit-burst.test.ts and its run on Redis cover the window.
+ * The rate window's last millisecond is pinned on the pure rule only: each backend counts by its
+ * own clock (Redis by the server's), which a test cannot hold still; test/rate-limit-burst.test.ts
+ * and its run on Redis cover the window end to end.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { GatewayStore } from '../src/domain/interfaces.js';
-import { fundsRefusal, keyRefusal, modelSwitchedOn } from '../src/domain/rules.js';
+import { fundsRefusal, keyRefusal, modelSwitchedOn, RATE_WINDOW_MS, retryAfterSeconds, windowOver } from '../src/domain/rules.js';
 import { PLAIN_USAGE_DETAIL, type Account, type Hold, type KeyMode, type KeyRecord, type UsageRecord } from '../src/domain/types.js';
 import { openStore } from '../src/store/store.js';
 import { startRedis } from './helpers/redis.js';
@@ -122,4 +123,13 @@ t.test('a settlement sent twice charges once, on both', async (t) => {
     t.same([account?.balanceNano, account?.held], [10_000 - 700, 0], `${name}: charged once, the hold released`);
     t.equal((await store.usageOf(key, 10)).length, 1, `${name}: one record`);
   }
+});
+
+t.test("the rate window's edges, in the pure rule the LMDB backend calls and the Lua script restates", async (t) => {
+  const start = Date.UTC(2027, 0, 1);
+  t.notOk(windowOver(start, start + RATE_WINDOW_MS - 1), 'its last millisecond is in it');
+  t.ok(windowOver(start, start + RATE_WINDOW_MS), 'the next starts a new one');
+  t.equal(retryAfterSeconds(start, start), 60, 'refused at its start: 60 s');
+  t.equal(retryAfterSeconds(start, start + RATE_WINDOW_MS - 1), 1, 'refused in its last millisecond: at least 1 s');
+  t.equal(retryAfterSeconds(start, start + 1500), 59, 'rounded up');
 });

@@ -68,3 +68,19 @@ export function interruptedRecord(call: InterruptedCall, credit: boolean): Usage
 export function modelSwitchedOn(switched: boolean | undefined, byDefault: boolean): boolean {
   return switched ?? byDefault;
 }
+
+/**
+ * Step 7's rate window: fixed, RATE_WINDOW_MS long, starting with the first request after the
+ * previous window ended. The Lua admission script restates it (`now >= start + 60000`).
+ */
+export const RATE_WINDOW_MS = 60_000;
+
+/** Whether the window that started at `start` is over at `now` (this request then starts a new one). */
+export function windowOver(start: number, now: number): boolean {
+  return now >= start + RATE_WINDOW_MS;
+}
+
+/** The seconds a 429 of a full window carries in `retry-after`: until the window ends, at least 1. */
+export function retryAfterSeconds(start: number, now: number): number {
+  return Math.max(1, Math.ceil((start + RATE_WINDOW_MS - now) / 1000));
+}

@@ -1,5 +1,5 @@
 import type { CommitListener, HoldListener } from '../../domain/interfaces.js';
-import { fundsRefusal, modelSwitchedOn } from '../../domain/rules.js';
+import { fundsRefusal, modelSwitchedOn, retryAfterSeconds, windowOver } from '../../domain/rules.js';
 import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, UsageRecord } from '../../domain/types.js';
 import { log } from '../../log.js';
 import { tell, tellCommitted } from '../common.js';
@@ -7,8 +7,6 @@ import { RetryQueue } from '../retry.js';
 import { addDailyRows, addHeld, callAccount, callHeld, chargeRow, countInDaily, countInWindow, heldToRow, processToRow, responseToRow, rowToAccount, slotToRow, usageToRow, windowCount, windowStart, type AccountRow, type DailyRow, type RateRow } from '../rows.js';
 import type { Database } from 'lmdb';
 import { LmdbUsage } from './usage.js';
-
-const WINDOW_MS = 60_000;
 
 /** Told the outcome of step 7 (rate window, concurrency slot): null admitted, else the refusal. */
 export type AdmitListener = (refusal: Refusal | null, retryAfter: number) => void;
@@ -201,10 +199,10 @@ export class LmdbLedger extends LmdbUsage {
       let window: RateRow | undefined;
       if (key.rpm !== null) {
         window = windows.get(key.id) ?? this.rate.get(key.id);
-        if (window === undefined || now >= windowStart(window) + WINDOW_MS) window = [now, 0];
+        if (window === undefined || windowOver(windowStart(window), now)) window = [now, 0];
         windows.set(key.id, window);
         if (windowCount(window) >= key.rpm) {
-          decisions.push(['rate_limit_exceeded', Math.max(1, Math.ceil((windowStart(window) + WINDOW_MS - now) / 1000))]);
+          decisions.push(['rate_limit_exceeded', retryAfterSeconds(windowStart(window), now)]);
           continue;
         }
       }
