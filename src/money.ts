@@ -38,6 +38,30 @@ export function feePerCallNano(usdPerThousand: number): number | undefined {
 }
 
 /**
+ * A price multiplier (1.1) → integer thousandths (1100), or undefined when not exact (more than 3
+ * decimals), not positive, or above 1000×. Applied with multiplyUp.
+ */
+export function multiplierPermille(multiplier: number): number | undefined {
+  if (typeof multiplier !== 'number' || !Number.isFinite(multiplier) || multiplier <= 0 || multiplier > 1000) return undefined;
+  const scaled = multiplier * 1000;
+  const rounded = Math.round(scaled);
+  return Math.abs(scaled - rounded) > 1e-6 ? undefined : rounded;
+}
+
+/**
+ * `nano × permille / 1000`, rounded up to the next whole nUSD (a multiplied charge is never
+ * rounded in the payer's favour at the operator's expense, and never by more than 1 nUSD), in
+ * integer arithmetic, exact whenever the result is a safe integer: the thousands and the
+ * remainder are multiplied apart, so no intermediate product is larger than the result.
+ */
+export function multiplyUp(nano: number, permille: number): number {
+  if (permille === 1000) return nano;
+  const thousands = Math.floor(nano / 1000);
+  const rest = nano - thousands * 1000;
+  return thousands * permille + Math.ceil((rest * permille) / 1000);
+}
+
+/**
  * Parses a decimal USD amount written as text ("5", "0.25", "12.000000001") into nUSD exactly,
  * without going through a float. Returns undefined for anything else (signs, exponents, > 9 decimals).
  */

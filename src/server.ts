@@ -68,8 +68,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   options.metrics?.watchUpstreamQueues(() => queuedCalls(upstreams));
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
-  /** The catalogue's models whose provider has its credential: the only ones GET /models may list. */
-  const servedModels = new Map([...config.models].filter(([, model]) => upstreamOf(model.provider.name).usable));
+  /** The ids (and aliases) of the catalogue's models whose provider has its credential: the only ones GET /models may list. */
+  const servedModels = new Map([...config.modelsByName].filter(([, model]) => upstreamOf(model.provider.name).usable));
   const clientGoneGraceMs = options.clientGoneGraceMs ?? config.limits.clientGoneGraceMs;
   const clientStallMs = config.limits.clientStallMs;
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
@@ -101,7 +101,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     const facts = body === REFUSED ? undefined : requestFacts(body, scanner);
     if (facts === undefined) return refuse('model_required');
     noteModel(res, facts.model);
-    if (!modelAllowed(key, facts.model)) return refuse('model_not_allowed');
+    // An alias is allowed, switched and priced as its entry.
+    if (!modelAllowed(key, config.modelsByName.get(facts.model)?.id ?? facts.model)) return refuse('model_not_allowed');
     // Step 10: the catalogue here; the run-time switch (`tollgate models disable`) is read by
     // the hold below, in the same store call, so that it costs no round trip of its own.
     const call = servable(route, facts, req);
@@ -120,7 +121,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
         sendErrorSaying(res, option.code, requestId, option.message, option.member);
       });
     }
-    const hold = holdFor(call.format, model, key.mode, facts, facts.raw.length, facts.stream, Date.now());
+    const hold = holdFor(call.format, model, call.levers, key.mode, facts, facts.raw.length, facts.stream, Date.now());
     // Decided by the hold, after step 10's switch and before the funds (previous_response_not_found).
     hold.previousResponses = continuedBy(call);
     store.hold(key, requestId, hold, (refusal) => {
@@ -136,7 +137,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
    * credential) and the price levers the request pulls; undefined: `model_not_available`.
    */
   function servable(route: Route, facts: RequestFacts, req: IncomingMessage): ServableCall | undefined {
-    const model = config.models.get(facts.model);
+    const model = config.modelsByName.get(facts.model);
     const endpoint = route.endpoint!;
     if (model === undefined || !model.endpoints.has(endpoint)) return undefined;
     const upstream = upstreamOf(model.provider.name);
@@ -199,8 +200,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       }
       const at = Date.now();
       const hold: HoldEitherWay = {
-        credit: holdFor(call.format, call.model, 'credit', facts, facts.raw.length, facts.stream, at),
-        token: holdFor(call.format, call.model, 'token', facts, facts.raw.length, facts.stream, at),
+        credit: holdFor(call.format, call.model, call.levers, 'credit', facts, facts.raw.length, facts.stream, at),
+        token: holdFor(call.format, call.model, call.levers, 'token', facts, facts.raw.length, facts.stream, at),
       };
       hold.credit.previousResponses = hold.token.previousResponses = continuedBy(call);
       store.admitHolding!(hash, route.surface!, requestId, hold, (key, refusal, retryAfter) => {

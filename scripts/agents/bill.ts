@@ -39,9 +39,10 @@ export function expectedTokens(usage: ReportedUsage): ExpectedTokens {
         reasoningTokens: 0,
       };
     case 'responses':
-      return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens, cachedInputTokens: usage.cached_tokens, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: usage.reasoning_tokens };
+      // OpenAI counts cache reads and writes inside the input.
+      return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens, cachedInputTokens: usage.cached_tokens, cacheWriteTokens: usage.cache_write_tokens, cacheWrite1hTokens: 0, reasoningTokens: usage.reasoning_tokens };
     case 'chat':
-      return { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens, cachedInputTokens: usage.cached_tokens, cacheWriteTokens: 0, cacheWrite1hTokens: 0, reasoningTokens: usage.reasoning_tokens };
+      return { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens, cachedInputTokens: usage.cached_tokens, cacheWriteTokens: usage.cache_write_tokens, cacheWrite1hTokens: 0, reasoningTokens: usage.reasoning_tokens };
   }
 }
 

@@ -9,14 +9,11 @@
  *
  *   npm run agents [-- --only claude,codex,frameworks] [-- --surfaces credit,token] [-- --keep]
  *
- * Prices: `scripts/agents/hand-priced-models.json` prices the agents' default models by hand (Anthropic's
- * model pages and Claude Code 2.1.331's built-in catalogue for Claude Opus 5.5, Opus 4.8, Sonnet
- * 5.5 and Haiku 5.5; gpt-6.1-sol's page as mirrored, read 2026-11-25). Delete that file and the
- * run uses tollgate's built-in catalogue instead; the bills are checked against whatever
- * `tollgate models list --json` lists either way.
+ * Prices: tollgate's built-in catalogue, which serves the agents' default models; the bills are
+ * checked against the prices `tollgate models list --json` shows.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatUsd } from '../../src/money.js';
@@ -30,7 +27,6 @@ import { FINAL_TEXT, PROOF_FILE, PROOF_TEXT, REPLY_TEXT, startScriptedProvider, 
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CACHE = join(ROOT, '.cache', 'agents');
-const HAND_PRICED = join(ROOT, 'scripts', 'agents', 'hand-priced-models.json');
 /** The models the frameworks are asked for (agents choose their own). */
 const FRAMEWORK_MODELS = { openai: 'gpt-6.1-sol', anthropic: 'claude-sonnet-5-5' };
 const PROMPT = `Create the file ${PROOF_FILE} holding the word ${PROOF_TEXT}, using the shell.`;
@@ -275,8 +271,7 @@ async function main(): Promise<number> {
     const tsc = spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'inherit' });
     if (tsc.status !== 0) throw new Error('tsc failed');
 
-    const handPriced = existsSync(HAND_PRICED) ? JSON.parse(readFileSync(HAND_PRICED, 'utf8')) as Record<string, unknown> : null;
-    say(handPriced === null ? 'prices: the built-in catalogue' : `prices: ${HAND_PRICED} (${Object.keys(handPriced).join(', ')}); delete it to use the built-in catalogue`);
+    say('prices: the built-in catalogue');
     const providerModels: string[] = [];
     const provider = await startScriptedProvider({ models: providerModels });
     t.teardown(() => provider.close());
@@ -287,7 +282,6 @@ async function main(): Promise<number> {
           anthropic: { baseUrl: `${provider.url}/v1`, auth: 'x-api-key', apiKeyEnv: 'ANTHROPIC_API_KEY' },
         },
         catalogProvider: { openai: 'openai', anthropic: 'anthropic' },
-        ...(handPriced === null ? {} : { models: handPriced }),
       }),
     });
     const listed = await harness.cli(['models', 'list', '--json']);

@@ -36,8 +36,8 @@ export type Turn = 'tool_call' | 'after_tool' | 'text' | 'count' | 'list' | 'ref
 /** Usage exactly as the answer reported it, by format (the fields the provider's docs name). */
 export type ReportedUsage =
   | { format: 'messages'; input_tokens: number; output_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number; ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number }
-  | { format: 'responses'; input_tokens: number; output_tokens: number; cached_tokens: number; reasoning_tokens: number; service_tier: string }
-  | { format: 'chat'; prompt_tokens: number; completion_tokens: number; cached_tokens: number; reasoning_tokens: number; service_tier: string };
+  | { format: 'responses'; input_tokens: number; output_tokens: number; cached_tokens: number; cache_write_tokens: number; reasoning_tokens: number; service_tier: string }
+  | { format: 'chat'; prompt_tokens: number; completion_tokens: number; cached_tokens: number; cache_write_tokens: number; reasoning_tokens: number; service_tier: string };
 
 export interface ProviderCall {
   seq: number;
@@ -320,6 +320,8 @@ function responsesAnswer(call: ProviderCall, res: ServerResponse): void {
     input_tokens: 2000 + call.seq,
     output_tokens: 60 + call.seq,
     cached_tokens: 512 + call.seq,
+    // GPT-5.6 and later report their cache writes, inside the input count, at their own rate.
+    cache_write_tokens: 256 + call.seq,
     reasoning_tokens: 20 + call.seq,
     service_tier: tierServed(body),
   };
@@ -341,7 +343,7 @@ function responsesAnswer(call: ProviderCall, res: ServerResponse): void {
   }
   const wireUsage = {
     input_tokens: usage.input_tokens,
-    input_tokens_details: { cached_tokens: usage.cached_tokens },
+    input_tokens_details: { cached_tokens: usage.cached_tokens, cache_write_tokens: usage.cache_write_tokens },
     output_tokens: usage.output_tokens,
     output_tokens_details: { reasoning_tokens: usage.reasoning_tokens },
     total_tokens: usage.input_tokens + usage.output_tokens,
@@ -397,6 +399,7 @@ function chatAnswer(call: ProviderCall, res: ServerResponse): void {
     prompt_tokens: 300 + call.seq,
     completion_tokens: 20 + call.seq,
     cached_tokens: 128 + call.seq,
+    cache_write_tokens: 64 + call.seq,
     reasoning_tokens: 5 + call.seq,
     service_tier: tierServed(body),
   };
@@ -407,7 +410,7 @@ function chatAnswer(call: ProviderCall, res: ServerResponse): void {
     prompt_tokens: usage.prompt_tokens,
     completion_tokens: usage.completion_tokens,
     total_tokens: usage.prompt_tokens + usage.completion_tokens,
-    prompt_tokens_details: { cached_tokens: usage.cached_tokens, audio_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: usage.cached_tokens, cache_write_tokens: usage.cache_write_tokens, audio_tokens: 0 },
     completion_tokens_details: { reasoning_tokens: usage.reasoning_tokens, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
   };
   const completionId = id('chatcmpl');

@@ -172,15 +172,15 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: 'POST', path: '/admin/v1/models/{id}/enable',
     async handle({ store, config, env }, call) {
-      await ops.setModel(store, config, call.params.id!, true, call.actor);
-      return { status: 200, json: (await ops.listModels(store, config, env)).find((m) => m.id === call.params.id) };
+      const id = await ops.setModel(store, config, call.params.id!, true, call.actor);
+      return { status: 200, json: (await ops.listModels(store, config, env)).find((m) => m.id === id) };
     },
   },
   {
     method: 'POST', path: '/admin/v1/models/{id}/disable',
     async handle({ store, config, env }, call) {
-      await ops.setModel(store, config, call.params.id!, false, call.actor);
-      return { status: 200, json: (await ops.listModels(store, config, env)).find((m) => m.id === call.params.id) };
+      const id = await ops.setModel(store, config, call.params.id!, false, call.actor);
+      return { status: 200, json: (await ops.listModels(store, config, env)).find((m) => m.id === id) };
     },
   },
   {

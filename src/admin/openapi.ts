@@ -148,11 +148,11 @@ export const OPENAPI = {
       Model: {
         type: 'object', additionalProperties: false, required: ['id', 'provider', 'endpoints', 'enabled', 'usable', 'price', 'contextWindow', 'capabilities'],
         properties: {
-          id: { type: 'string' }, provider: { type: 'string' },
+          id: { type: 'string' }, aliases: { type: 'array', items: { type: 'string' }, description: 'other ids served as this entry' }, provider: { type: 'string' },
           endpoints: { type: 'array', items: { enum: ['chat', 'responses', 'messages'] } },
           enabled: { type: 'boolean' },
           usable: { type: 'boolean', description: 'false when the provider\'s credential variable is unset in the serving process' },
-          price: { type: 'object', required: ['input', 'output'], description: 'USD per million tokens, and the price levers (README, Prices)', properties: { input: { type: 'number' }, output: { type: 'number' }, cachedInput: { type: 'number' }, cacheWrite: { type: 'number' }, cacheWrite1h: { type: 'number' }, audioInput: { type: 'number' }, audioOutput: { type: 'number' }, imageInput: { type: 'number' }, imageOutput: { type: 'number' }, tiers: { type: 'object' }, longContext: { type: 'object' }, toolCalls: { type: 'object' } } },
+          price: { type: 'object', required: ['input', 'output'], description: 'USD per million tokens, and the price levers (README, Prices)', properties: { input: { type: 'number' }, output: { type: 'number' }, cachedInput: { type: 'number' }, cacheWrite: { type: 'number' }, cacheWrite1h: { type: 'number' }, cacheWriteExtended: { type: 'number' }, audioInput: { type: 'number' }, audioOutput: { type: 'number' }, imageInput: { type: 'number' }, imageOutput: { type: 'number' }, tiers: { type: 'object' }, speed: { type: 'object' }, longContext: { type: 'object' }, inferenceGeo: { type: 'object' }, regionalProcessing: { type: 'number' }, toolCalls: { type: 'object' } } },
           contextWindow: { type: ['integer', 'null'] },
           capabilities: { type: 'array', items: { type: 'string' } },
         },
@@ -168,7 +168,7 @@ export const OPENAPI = {
           estimateReason: { type: ['string', 'null'], description: 'why the tokens were estimated (README, Usage checker), null when they were read' },
           cacheWrite1hTokens: nonNegative, audioInputTokens: nonNegative, imageInputTokens: nonNegative, audioOutputTokens: nonNegative, imageOutputTokens: nonNegative,
           toolCalls: { type: ['object', 'null'], additionalProperties: nonNegative, description: 'fee-bearing server tool calls by name' },
-          serviceTier: { type: ['string', 'null'] }, longContext: { type: 'boolean' },
+          serviceTier: { type: ['string', 'null'] }, speed: { type: ['string', 'null'] }, inferenceGeo: { type: ['string', 'null'] }, longContext: { type: 'boolean' },
           worstCase: { type: ['string', 'null'], description: 'what was charged at the price\'s highest rate because it has no rate for it (README, Prices)' },
         },
       },

@@ -66,6 +66,6 @@ const FORMULA_START = /^[=+\-@\t\r]/;
 const DECIMAL = /^[+-]?\d+(\.\d+)?$/;
 
 export const RECORD_COLUMNS = ['at', 'requestId', 'endpoint', 'model', 'stream', 'status', 'inputTokens', 'outputTokens', 'cachedInputTokens', 'cacheWriteTokens', 'reasoningTokens', 'costUsd', 'costNanoUsd', 'tokensCharged', 'error', 'estimated', 'clientGone',
-  'estimateReason', 'cacheWrite1hTokens', 'audioInputTokens', 'imageInputTokens', 'audioOutputTokens', 'imageOutputTokens', 'serviceTier', 'longContext', 'worstCase'] as const;
+  'estimateReason', 'cacheWrite1hTokens', 'audioInputTokens', 'imageInputTokens', 'audioOutputTokens', 'imageOutputTokens', 'serviceTier', 'speed', 'inferenceGeo', 'longContext', 'worstCase'] as const;
 export const DAILY_COLUMNS = ['day', 'requests', 'costUsd', 'costNanoUsd', 'tokens'] as const;
 export const TOTALS_COLUMNS = ['id', 'prefix', 'name', 'mode', 'requests', 'costUsd', 'costNanoUsd', 'tokens'] as const;

@@ -23,7 +23,8 @@ export interface IssuerClient {
   updateSettings(ref: string, plan: SettingsPlan): Promise<KeyWithAccount>;
   rotate(ref: string): Promise<ops.NewSecret & { old: KeyRecord }>;
   listModels(): Promise<ModelView[]>;
-  setModel(id: string, enabled: boolean): Promise<void>;
+  /** Switches a model (an alias names its entry); resolves to the entry's id. */
+  setModel(id: string, enabled: boolean): Promise<string>;
   /** Of these allowlisted models, the ones switched off. */
   disabledModels(models: string[] | null): Promise<string[]>;
   audit(ref?: string): Promise<Record<string, unknown>[]>;
@@ -134,7 +135,7 @@ export function remoteIssuer(base: string): IssuerClient {
     },
     listModels: () => call('GET', '/admin/v1/models'),
     async setModel(id, enabled) {
-      await call('POST', `/admin/v1/models/${encodeURIComponent(id)}/${enabled ? 'enable' : 'disable'}`);
+      return ((await call('POST', `/admin/v1/models/${encodeURIComponent(id)}/${enabled ? 'enable' : 'disable'}`)) as ModelView).id;
     },
     async disabledModels(models) {
       if (models === null) return [];

@@ -21,13 +21,13 @@ export async function modelsCommand(sub: string | undefined, args: string[]): Pr
   const id = parsed.positionals[0];
   if (sub !== 'list') {
     if (id === undefined) throw new UsageError(`models ${sub} needs a MODEL-ID`);
-    if (config !== null && !config.models.has(id)) throw new IssuerError('unknown_model', 'id', () => `unknown model '${id}' (see: tollgate models list)`);
+    if (config !== null && !config.modelsByName.has(id)) throw new IssuerError('unknown_model', 'id', () => `unknown model '${id}' (see: tollgate models list)`);
   }
   const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(await openStore(parsed.values, config!), config!);
   try {
     if (sub !== 'list') {
-      await issuer.setModel(id!, sub === 'enable');
-      process.stdout.write(`${id} is now ${sub === 'enable' ? 'enabled' : 'disabled'}\n`);
+      const entry = await issuer.setModel(id!, sub === 'enable');
+      process.stdout.write(`${entry}${entry === id ? '' : ` (of which ${id} is an alias)`} is now ${sub === 'enable' ? 'enabled' : 'disabled'}\n`);
       return;
     }
     const models = await issuer.listModels();

@@ -56,6 +56,7 @@ export async function serveCommand(args: string[]): Promise<void> {
     ? { host: config.admin.host, port: adminPort, token }
     : null;
 
+  if (cluster.isPrimary) process.stdout.write(`${catalogueLine(config)}\n`);
   if (workers > 1 && cluster.isPrimary) {
     if (plan.backend === 'lmdb') await checkLmdbBinding(); // once, here, rather than once per worker that would fail on it
     warnUnusableProviders(config);
@@ -150,6 +151,18 @@ class ClusterCredentialRefusals {
       if (worker?.isConnected()) worker.send(message);
     }
   }
+}
+
+/**
+ * What the catalogue serves, said once at start-up: `tollgate serves 41 models: 22 from openai,
+ * 19 from anthropic` (entries, not counting their aliases).
+ */
+export function catalogueLine(config: Config): string {
+  const perProvider = new Map<string, number>();
+  for (const m of config.models.values()) perProvider.set(m.provider.name, (perProvider.get(m.provider.name) ?? 0) + 1);
+  const parts = [...perProvider].map(([provider, n]) => `${n} from ${provider}`);
+  const n = config.models.size;
+  return `tollgate serves ${n} model${n === 1 ? '' : 's'}${parts.length === 0 ? '' : `: ${parts.join(', ')}`}`;
 }
 
 /** Providers whose credential variable is unset: named once at start-up; their models answer model_not_available. */

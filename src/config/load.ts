@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { feePerCallNano, pricePerTokenNano } from '../money.js';
-import { STANDARD_TIERS } from '../formats/levers.js';
+import { feePerCallNano, multiplierPermille, multiplyUp, pricePerTokenNano } from '../money.js';
+import { STANDARD_GEOS, STANDARD_SPEEDS, STANDARD_TIERS, TIER_SYNONYMS } from '../formats/levers.js';
 import { DEFAULT_CONFIG } from './defaults.js';
-import { ENDPOINTS, RATE_KINDS, type Config, type Endpoint, type Limits, type Model, type PriceNano, type Provider, type RateKind, type Rates, type RawConfig } from './types.js';
+import { ENDPOINTS, ONE, RATE_KINDS, type Config, type Endpoint, type LeverRates, type Limits, type Model, type Permille, type PriceNano, type Provider, type RateKind, type Rates, type RawConfig } from './types.js';
 
 /** A configuration that cannot be used; the message names the offending field's path. */
 export class ConfigError extends Error {
@@ -74,7 +74,7 @@ function integer(v: Json, path: string, min: number, max: number): number {
 function compileProvider(name: string, raw: Json): Provider {
   const path = `providers.${name}`;
   const p = object(raw, path);
-  onlyFields(p, path, ['baseUrl', 'auth', 'apiKeyEnv']);
+  onlyFields(p, path, ['baseUrl', 'auth', 'apiKeyEnv', 'region']);
   const baseUrl = string(p.baseUrl, `${path}.baseUrl`);
   let url: URL;
   try {
@@ -87,14 +87,29 @@ function compileProvider(name: string, raw: Json): Provider {
   if (p.auth !== 'bearer' && p.auth !== 'x-api-key') throw new ConfigError(`${path}.auth`, 'must be "bearer" or "x-api-key"');
   const apiKeyEnv = string(p.apiKeyEnv, `${path}.apiKeyEnv`);
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(apiKeyEnv)) throw new ConfigError(`${path}.apiKeyEnv`, 'must be an environment variable name');
-  return { name, origin: url.origin, basePath: url.pathname.replace(/\/+$/, ''), auth: p.auth, apiKeyEnv };
+  let region = REGIONAL_HOST.exec(url.hostname)?.[1] ?? null;
+  if (p.region !== undefined) {
+    const given = string(p.region, `${path}.region`);
+    if (!NAME.test(given)) throw new ConfigError(`${path}.region`, 'a region is lower-case letters, digits and _ (eu, us), or "global"');
+    region = given === 'global' ? null : given;
+  }
+  return { name, origin: url.origin, basePath: url.pathname.replace(/\/+$/, ''), auth: p.auth, apiKeyEnv, region };
 }
+
+/** OpenAI's regional hosts (`eu.api.openai.com`): the region is the first label. */
+const REGIONAL_HOST = /^([a-z]{2,})\.api\.openai\.com$/;
 
 function price(v: Json, path: string, required: boolean): number | undefined {
   if (v === undefined && !required) return undefined;
   const nano = typeof v === 'number' ? pricePerTokenNano(v) : undefined;
   if (nano === undefined) throw new ConfigError(path, 'must be a number ≥ 0 (USD per million tokens) with at most 3 decimals');
   return nano;
+}
+
+function multiplier(v: Json, path: string): Permille {
+  const permille = typeof v === 'number' ? multiplierPermille(v) : undefined;
+  if (permille === undefined) throw new ConfigError(path, 'must be a multiplier above 0 (1.1 for +10%) with at most 3 decimals');
+  return permille;
 }
 
 /** A table of per-token rates: `input` and `output` required, the other kinds optional. */
@@ -113,26 +128,60 @@ function compileRates(p: Record<string, Json>, path: string, extra: readonly str
 const NAME = /^[a-z][a-z0-9_]*$/;
 
 /**
- * A model's price: base rates, then the optional levers (`tiers`, `longContext`, `toolCalls`),
- * each validated with its path. The highest per-token rate found is what an unpriced kind costs.
+ * The tables of a lever that replaces the standard rates (`tiers`, `speed`), by the name the
+ * provider gives the option; each may carry its own `longContext` rates, above the price's own
+ * threshold. `standard` names mean the standard price and cannot be priced apart; `synonyms`
+ * pairs two names of one option, priced once and served under both.
  */
-function compilePrice(raw: Json, path: string): PriceNano {
-  const p = object(raw, path);
-  const base = compileRates(p, path, ['tiers', 'longContext', 'toolCalls']);
-  const tiers = new Map<string, Rates>();
-  if (p.tiers !== undefined) {
-    for (const [name, t] of Object.entries(object(p.tiers, `${path}.tiers`))) {
-      if (!NAME.test(name)) throw new ConfigError(`${path}.tiers.${name}`, 'a tier name is lower-case letters, digits and _ (as the provider spells it: flex, priority)');
-      if (STANDARD_TIERS.includes(name)) throw new ConfigError(`${path}.tiers.${name}`, `"${name}" is the standard tier: its rates are the price's own`);
-      tiers.set(name, compileRates(object(t, `${path}.tiers.${name}`), `${path}.tiers.${name}`, []));
+function compileLeverTables(raw: Json, path: string, what: string, standard: readonly string[], synonyms: Readonly<Record<string, string>>, hasThreshold: boolean): Map<string, LeverRates> {
+  const tables = new Map<string, LeverRates>();
+  if (raw === undefined) return tables;
+  for (const [name, t] of Object.entries(object(raw, path))) {
+    const at = `${path}.${name}`;
+    if (!NAME.test(name)) throw new ConfigError(at, 'an option name is lower-case letters, digits and _, as the provider spells it (flex, fast)');
+    if (standard.includes(name)) throw new ConfigError(at, `"${name}" is the standard ${what}: its rates are the price's own`);
+    const other = synonyms[name];
+    if (other !== undefined && tables.has(other)) throw new ConfigError(at, `"${name}" and "${other}" are one option under two names: price it once`);
+    const table = object(t, at);
+    const rates = compileRates(table, at, ['longContext']);
+    const lever: LeverRates = rates;
+    if (table.longContext !== undefined) {
+      if (!hasThreshold) throw new ConfigError(`${at}.longContext`, 'needs the price\'s own longContext (its threshold and standard long-context rates)');
+      lever.longContext = compileRates(object(table.longContext, `${at}.longContext`), `${at}.longContext`, []);
     }
+    tables.set(name, lever);
+    if (other !== undefined) tables.set(other, tables.get(name)!);
   }
+  return tables;
+}
+
+/**
+ * A model's price: base rates, then the optional levers (`tiers`, `speed`, `longContext`,
+ * `inferenceGeo`, `regionalProcessing`, `toolCalls`), each validated with its path. `provider`
+ * says whether calls are processed in a region. The highest per-token rate the price can charge
+ * is what an unpriced kind or lever costs.
+ */
+function compilePrice(raw: Json, path: string, provider: Provider): PriceNano {
+  const p = object(raw, path);
+  const base = compileRates(p, path, ['tiers', 'speed', 'longContext', 'inferenceGeo', 'regionalProcessing', 'toolCalls']);
   let longContext: PriceNano['longContext'] = null;
   if (p.longContext !== undefined) {
     const lc = object(p.longContext, `${path}.longContext`);
     const threshold = integer(lc.threshold, `${path}.longContext.threshold`, 1, 1e9);
     longContext = { ...compileRates(lc, `${path}.longContext`, ['threshold']), threshold };
   }
+  const tiers = compileLeverTables(p.tiers, `${path}.tiers`, 'tier', STANDARD_TIERS, TIER_SYNONYMS, longContext !== null);
+  const speed = compileLeverTables(p.speed, `${path}.speed`, 'speed', STANDARD_SPEEDS, {}, longContext !== null);
+  const inferenceGeo = new Map<string, Permille>();
+  if (p.inferenceGeo !== undefined) {
+    for (const [geo, m] of Object.entries(object(p.inferenceGeo, `${path}.inferenceGeo`))) {
+      if (!NAME.test(geo)) throw new ConfigError(`${path}.inferenceGeo.${geo}`, 'a geography is lower-case letters, digits and _, as the provider spells it (us)');
+      if (STANDARD_GEOS.includes(geo)) throw new ConfigError(`${path}.inferenceGeo.${geo}`, `"${geo}" is the standard geography: its rates are the price's own`);
+      inferenceGeo.set(geo, multiplier(m, `${path}.inferenceGeo.${geo}`));
+    }
+  }
+  const regional = p.regionalProcessing === undefined ? null : multiplier(p.regionalProcessing, `${path}.regionalProcessing`);
+  const region = provider.region === null ? null : { name: provider.region, multiplier: regional };
   const toolCalls = new Map<string, number>();
   if (p.toolCalls !== undefined) {
     for (const [name, fee] of Object.entries(object(p.toolCalls, `${path}.toolCalls`))) {
@@ -142,17 +191,19 @@ function compilePrice(raw: Json, path: string): PriceNano {
       toolCalls.set(name, nano);
     }
   }
-  let maxRate = 0;
-  for (const table of [base, ...tiers.values(), ...(longContext === null ? [] : [longContext])]) {
-    for (const kind of RATE_KINDS) maxRate = Math.max(maxRate, table[kind] ?? 0);
-  }
-  return { ...base, tiers, longContext, toolCalls, maxRate, fallbackToolFee: 0 };
+  let highest = 0;
+  const tables: Rates[] = [base];
+  if (longContext !== null) tables.push(longContext);
+  for (const t of [...tiers.values(), ...speed.values()]) tables.push(t, ...(t.longContext === undefined ? [] : [t.longContext]));
+  for (const table of tables) for (const kind of RATE_KINDS) highest = Math.max(highest, table[kind] ?? 0);
+  const largestMultiplier = Math.max(ONE, ...inferenceGeo.values(), region?.multiplier ?? ONE);
+  return { ...base, tiers, speed, longContext, inferenceGeo, region, toolCalls, maxRate: multiplyUp(highest, largestMultiplier), fallbackToolFee: 0 };
 }
 
 function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Provider>): Model {
   const path = `models.${id}`;
   const m = object(raw, path);
-  onlyFields(m, path, ['provider', 'endpoints', 'price', 'contextWindow', 'maxOutputTokens', 'capabilities', 'enabled']);
+  onlyFields(m, path, ['provider', 'aliases', 'endpoints', 'price', 'contextWindow', 'maxOutputTokens', 'capabilities', 'enabled']);
   const providerName = string(m.provider, `${path}.provider`);
   const provider = providers.get(providerName);
   if (!provider) throw new ConfigError(`${path}.provider`, `names no provider in "providers" ("${providerName}")`);
@@ -162,7 +213,16 @@ function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Prov
     if (!ENDPOINTS.includes(e as Endpoint)) throw new ConfigError(`${path}.endpoints[${i}]`, `must be one of ${ENDPOINTS.join(', ')}`);
     endpoints.add(e as Endpoint);
   });
-  const price = compilePrice(m.price, `${path}.price`);
+  const aliases: string[] = [];
+  if (m.aliases !== undefined) {
+    if (!Array.isArray(m.aliases)) throw new ConfigError(`${path}.aliases`, 'must be a list of model ids');
+    m.aliases.forEach((a, i) => {
+      const alias = string(a, `${path}.aliases[${i}]`);
+      if (alias === id || aliases.includes(alias)) throw new ConfigError(`${path}.aliases[${i}]`, `"${alias}" is named twice`);
+      aliases.push(alias);
+    });
+  }
+  const price = compilePrice(m.price, `${path}.price`, provider);
   const contextWindow = m.contextWindow === undefined ? null : integer(m.contextWindow, `${path}.contextWindow`, 1, 1e9);
   // A call whose body sets no output cap may produce up to this many tokens: what its hold
   // assumes. Unset, the context window bounds it (no answer is longer), else a default.
@@ -177,6 +237,7 @@ function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Prov
   if (m.enabled !== undefined && typeof m.enabled !== 'boolean') throw new ConfigError(`${path}.enabled`, 'must be true or false');
   return {
     id,
+    aliases,
     provider,
     endpoints,
     price,
@@ -186,6 +247,35 @@ function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Prov
     capabilities,
     enabledByDefault: m.enabled !== false,
   };
+}
+
+/**
+ * The catalogue served: the built-in one's entries whose provider the configuration has (none
+ * with `"builtInModels": false`), then the file's `models`, an entry of the same id replacing
+ * the built-in one (its aliases with it). Every id a request may name maps to one entry: an
+ * alias that is another entry's id or alias is refused, naming both.
+ */
+function compileCatalogue(c: Record<string, Json>, given: Record<string, Json>, providers: ReadonlyMap<string, Provider>): Pick<Config, 'models' | 'modelsByName'> {
+  if (c.builtInModels !== undefined && typeof c.builtInModels !== 'boolean') throw new ConfigError('builtInModels', 'must be true or false');
+  const raw: Record<string, Json> = {};
+  if (c.builtInModels !== false) {
+    for (const [id, m] of Object.entries(DEFAULT_CONFIG.models)) if (providers.has(m.provider)) raw[id] = m;
+  }
+  if (given.models !== undefined) Object.assign(raw, object(given.models, 'models'));
+  const models = new Map<string, Model>();
+  for (const [id, m] of Object.entries(raw)) models.set(id, compileModel(id, m, providers));
+  const modelsByName = new Map(models);
+  for (const model of models.values()) {
+    model.aliases.forEach((alias, i) => {
+      const other = modelsByName.get(alias);
+      if (other !== undefined) {
+        const what = other.id === alias ? `the id of models.${other.id}` : `already an alias of models.${other.id}`;
+        throw new ConfigError(`models.${model.id}.aliases[${i}]`, `"${alias}" is ${what}: each id names one entry`);
+      }
+      modelsByName.set(alias, model);
+    });
+  }
+  return { models, modelsByName };
 }
 
 /** The highest per-call tool fee of the built-in catalogue, nUSD. */
@@ -299,17 +389,13 @@ function compileLog(raw: Json): Config['log'] {
 }
 
 /**
- * A file that names its own providers but no catalogue (or no catalogProvider) gets the
- * built-in catalogue's models of those providers, and catalogue providers among them: a file
- * with only `providers.openai` is a whole configuration.
+ * A file that names its own providers but no catalogProvider gets catalogue providers among
+ * them: a file with only `providers.openai` is a whole configuration.
  */
 function defaultsFollowingProviders(given: Record<string, Json>): Record<string, Json> {
   if (!isObject(given.providers)) return {};
   const names = Object.keys(given.providers);
   const out: Record<string, Json> = {};
-  if (given.models === undefined) {
-    out.models = Object.fromEntries(Object.entries(DEFAULT_CONFIG.models).filter(([, m]) => names.includes(m.provider)));
-  }
   if (given.catalogProvider === undefined && names.length > 0) {
     const pick = (preferred: string): string => (names.includes(preferred) ? preferred : names[0]!);
     out.catalogProvider = { openai: pick('openai'), anthropic: pick('anthropic') };
@@ -323,7 +409,7 @@ export function compileConfig(raw: Json, file: string | null): Config {
   // keeps the default providers and catalogue.
   const given = object(raw, '(top level)');
   const c: Record<string, Json> = { ...DEFAULT_CONFIG, ...given, ...defaultsFollowingProviders(given) };
-  onlyFields(c, '', ['server', 'dataDir', 'providers', 'catalogProvider', 'models', 'limits', 'storage', 'admin', 'log']);
+  onlyFields(c, '', ['server', 'dataDir', 'providers', 'catalogProvider', 'builtInModels', 'models', 'limits', 'storage', 'admin', 'log']);
   let host = '127.0.0.1';
   let port = 8080;
   if (c.server !== undefined) {
@@ -350,15 +436,14 @@ export function compileConfig(raw: Json, file: string | null): Config {
   };
   const catalogProvider = { openai: catalogFor('openai'), anthropic: catalogFor('anthropic') };
 
-  const models = new Map<string, Model>();
-  for (const [id, m] of Object.entries(object(c.models, 'models'))) models.set(id, compileModel(id, m, providers));
+  const { models, modelsByName } = compileCatalogue(c, given, providers);
   // A call of a tool a model has no fee for costs the highest fee known anywhere, the built-in
   // catalogue's included (meter/charge.ts).
   let fallbackToolFee = builtInMaxToolFee();
   for (const m of models.values()) for (const fee of m.price.toolCalls.values()) fallbackToolFee = Math.max(fallbackToolFee, fee);
   for (const m of models.values()) (m.price as { fallbackToolFee: number }).fallbackToolFee = fallbackToolFee;
 
-  return { file, host, port, dataDir, providers, catalogProvider, models, limits: compileLimits(c.limits), storage: compileStorage(c.storage), admin: compileAdmin(c.admin), log: compileLog(c.log) };
+  return { file, host, port, dataDir, providers, catalogProvider, models, modelsByName, limits: compileLimits(c.limits), storage: compileStorage(c.storage), admin: compileAdmin(c.admin), log: compileLog(c.log) };
 }
 
 /**

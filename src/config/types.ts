@@ -4,7 +4,18 @@ export const ENDPOINTS: readonly Endpoint[] = ['chat', 'responses', 'messages'];
 
 export type ProviderAuth = 'bearer' | 'x-api-key';
 
-export interface RawProvider { baseUrl: string; auth: ProviderAuth; apiKeyEnv: string }
+export interface RawProvider {
+  baseUrl: string;
+  auth: ProviderAuth;
+  apiKeyEnv: string;
+  /**
+   * The data-residency region the provider processes calls in (OpenAI's regional processing,
+   * chosen by the host: `eu.api.openai.com` is `eu`). Defaults to `R` for a base URL on
+   * `R.api.openai.com`; `"global"` says the host is not regional. Models served through a
+   * regional provider are priced with their `regionalProcessing` multiplier.
+   */
+  region?: string;
+}
 /** Rates in USD per million tokens, as configured. */
 export interface RawRates {
   input: number;
@@ -14,22 +25,40 @@ export interface RawRates {
   cacheWrite?: number;
   /** Writes to the 1-hour cache. */
   cacheWrite1h?: number;
+  /**
+   * Cache writes of a call that asks for extended prompt-cache retention (OpenAI's
+   * `prompt_cache_retention` other than in-memory: the 12-hour cache write of the model pages).
+   */
+  cacheWriteExtended?: number;
   audioInput?: number;
   audioOutput?: number;
   imageInput?: number;
   imageOutput?: number;
 }
+/**
+ * The rates of a lever that replaces the standard table (a service tier, a speed), with its own
+ * long-context rates when the provider publishes them (the threshold is the price's).
+ */
+export type RawLeverRates = RawRates & { longContext?: RawRates };
 /** A model's price: base rates plus the optional levers (see README, "Prices"). */
 export interface RawPrice extends RawRates {
-  /** Rates per service tier other than the standard one (`flex`, `priority`, …). */
-  tiers?: Record<string, RawRates>;
-  /** Rates for every token of a call whose input exceeds `threshold` tokens. */
+  /** Rates per OpenAI service tier other than the standard one (`flex`, `fast` or its other name `priority`, `ultrafast`). */
+  tiers?: Record<string, RawLeverRates>;
+  /** Rates per Anthropic `speed` other than the standard one (`fast`), over the whole context window. */
+  speed?: Record<string, RawLeverRates>;
+  /** Rates for every token of a call (of each part of a call reported in parts) whose prompt exceeds `threshold` tokens. */
   longContext?: RawRates & { threshold: number };
+  /** Multiplier on every token rate per Anthropic `inference_geo` other than `global` (`us`: 1.1). */
+  inferenceGeo?: Record<string, number>;
+  /** Multiplier on every token rate when the model's provider processes in a region (its `region`). */
+  regionalProcessing?: number;
   /** USD per 1,000 calls of a server-side tool, by fee name (`web_search`, `file_search`). */
   toolCalls?: Record<string, number>;
 }
 export interface RawModel {
   provider: string;
+  /** Other ids served, priced, held and billed as this entry (published snapshot ids). */
+  aliases?: string[];
   endpoints: Endpoint[];
   price: RawPrice;
   contextWindow?: number;
@@ -96,6 +125,8 @@ export interface RawConfig {
   dataDir?: string;
   providers: Record<string, RawProvider>;
   catalogProvider: { openai: string; anthropic: string };
+  /** Whether `models` adds to the built-in catalogue (true, the default) or starts from an empty one. */
+  builtInModels?: boolean;
   models: Record<string, RawModel>;
   limits?: RawLimits;
   storage?: RawStorage;
@@ -110,18 +141,43 @@ export interface RawConfig {
  */
 export type Rates = RawRates & { cachedInput: number };
 
-export const RATE_KINDS = ['input', 'output', 'cachedInput', 'cacheWrite', 'cacheWrite1h', 'audioInput', 'audioOutput', 'imageInput', 'imageOutput'] as const;
+export const RATE_KINDS = ['input', 'output', 'cachedInput', 'cacheWrite', 'cacheWrite1h', 'cacheWriteExtended', 'audioInput', 'audioOutput', 'imageInput', 'imageOutput'] as const;
 export type RateKind = (typeof RATE_KINDS)[number];
+
+/** A lever's table of rates, with its own long-context rates when it has them. */
+export type LeverRates = Rates & { longContext?: Rates };
+
+/**
+ * A multiplier on token rates in thousandths (1.1 → 1100), so that applying it is integer
+ * arithmetic (money.ts multiplyUp).
+ */
+export type Permille = number;
+
+/** The multiplier of the standard geography and of a model served outside a region: 1×. */
+export const ONE: Permille = 1000;
 
 /** A model's compiled price: base rates and levers. */
 export interface PriceNano extends Rates {
-  /** Rates by service tier other than the standard one. */
-  tiers: ReadonlyMap<string, Rates>;
-  /** Rates for every token of a call whose input exceeds `threshold`; null when not configured. */
+  /** Rates by service tier other than the standard one; `fast` and `priority` are one entry under both names. */
+  tiers: ReadonlyMap<string, LeverRates>;
+  /** Rates by Anthropic speed other than the standard one. */
+  speed: ReadonlyMap<string, LeverRates>;
+  /** Rates for every token of a call whose prompt exceeds `threshold`; null when not configured. */
   longContext: (Rates & { threshold: number }) | null;
+  /** Multipliers by inference geography other than the standard ones. */
+  inferenceGeo: ReadonlyMap<string, Permille>;
+  /**
+   * Regional processing of the model's provider: its region and the multiplier the price has for
+   * it (null: unpriced, so every call through that provider is refused); null when the provider
+   * is not regional.
+   */
+  region: { name: string; multiplier: Permille | null } | null;
   /** nUSD per call of a fee-bearing server tool, by fee name. */
   toolCalls: ReadonlyMap<string, number>;
-  /** The highest per-token rate configured anywhere in this price: what an unpriced kind costs. */
+  /**
+   * The highest per-token rate this price can charge anywhere (any table, times the largest
+   * multiplier): what an unpriced kind, or every token of an answer reporting an unpriced lever, costs.
+   */
   maxRate: number;
   /**
    * What a call of a tool this price has no fee for costs: the highest per-call fee configured
@@ -134,6 +190,8 @@ export interface Provider {
   name: string;
   /** scheme://host:port of the provider, for the connection pool. */
   origin: string;
+  /** The region it processes in (RawProvider.region), or null when it is not regional. */
+  region: string | null;
   /** Path prefix of the provider's API ("/v1"), prepended to the client's path after the surface. */
   basePath: string;
   auth: ProviderAuth;
@@ -142,6 +200,8 @@ export interface Provider {
 
 export interface Model {
   id: string;
+  /** Other ids served as this entry (RawModel.aliases). */
+  aliases: readonly string[];
   provider: Provider;
   endpoints: ReadonlySet<Endpoint>;
   price: PriceNano;
@@ -178,7 +238,10 @@ export interface Config {
   dataDir: string;
   providers: ReadonlyMap<string, Provider>;
   catalogProvider: { openai: Provider; anthropic: Provider };
+  /** The catalogue's entries, by id. */
   models: ReadonlyMap<string, Model>;
+  /** Every id a request may name (each entry's id and its aliases) → its entry. */
+  modelsByName: ReadonlyMap<string, Model>;
   limits: Limits;
   storage: { backend: 'lmdb' | 'redis'; redisUrl: string | null; fsync: 'interval' | 'commit'; fsyncIntervalMs: number; retentionDays: number; responseRetentionDays: number };
   /** `portGiven`: the file set admin.port, which opens the listener even without a token. */

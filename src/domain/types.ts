@@ -90,6 +90,10 @@ export interface UsageRecord {
   toolCalls: Record<string, number> | null;
   /** The service tier the provider reported, or null. */
   serviceTier: string | null;
+  /** The speed the provider reported (Anthropic's `usage.speed`), or null. */
+  speed: string | null;
+  /** Where the call was processed: the geography the provider reported (`usage.inference_geo`), else the provider's region; null for neither. */
+  inferenceGeo: string | null;
   /** Why the tokens were estimated (usage-read.ts markers, or `client_gone`); null when they were read. */
   estimateReason: string | null;
   /** What was charged at the price's highest rate because the price has no rate for it (charge.ts); null when nothing was. */
@@ -101,7 +105,7 @@ export interface UsageRecord {
 /** The token-kind and pricing fields of a record that used none of the special kinds. */
 export const PLAIN_USAGE_DETAIL = Object.freeze({
   cacheWrite1hTokens: 0, audioInputTokens: 0, imageInputTokens: 0, audioOutputTokens: 0, imageOutputTokens: 0,
-  toolCalls: null, serviceTier: null, estimateReason: null, worstCase: null, longContext: false,
+  toolCalls: null, serviceTier: null, speed: null, inferenceGeo: null, estimateReason: null, worstCase: null, longContext: false,
 }) satisfies Partial<UsageRecord>;
 
 /**

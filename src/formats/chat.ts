@@ -9,7 +9,7 @@ const USAGE_KEY = Buffer.from('"usage"');
 const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
 
 /**
- * OpenAI Chat Completions: `usage.prompt_tokens` (cached and audio inside), `completion_tokens`
+ * OpenAI Chat Completions: `usage.prompt_tokens` (cache reads, cache writes and audio inside), `completion_tokens`
  * (reasoning and audio inside). `total_tokens` is not read: alone it cannot say what was input.
  */
 export const chat: FormatAdapter = {
@@ -21,6 +21,7 @@ export const chat: FormatAdapter = {
       { path: 'prompt_tokens', adds: ['input'], role: 'total' },
       { path: 'completion_tokens', adds: ['output'], role: 'total' },
       { path: 'prompt_tokens_details.cached_tokens', adds: ['cachedInput'], role: 'part', of: 'input', discount: true },
+      { path: 'prompt_tokens_details.cache_write_tokens', adds: ['cacheWrite'], role: 'part', of: 'input' },
       { path: 'prompt_tokens_details.audio_tokens', adds: ['audioInput'], role: 'part', of: 'input' },
       { path: 'prompt_tokens_details.image_tokens', adds: ['imageInput'], role: 'part', of: 'input' },
       { path: 'completion_tokens_details.reasoning_tokens', adds: ['reasoning'], role: 'part', of: 'output', discount: true },
@@ -29,7 +30,7 @@ export const chat: FormatAdapter = {
     ],
   },
   tierField: 'service_tier',
-  levers: { tierField: 'service_tier', toolOptions: [['web_search_options', 'web_search']] },
+  levers: { tierField: 'service_tier', cacheRetentionField: 'prompt_cache_retention', toolOptions: [['web_search_options', 'web_search']] },
   references: CHAT_REFERENCES,
   onEvent(state, event) {
     const data = event.data;

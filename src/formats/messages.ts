@@ -11,7 +11,10 @@ const DELTA_TEXT = /"(?:text|partial_json|thinking)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
  * it; all three are counted into `input` so every input token is in one figure. The 1-hour
  * part of the cache writes is `cache_creation.ephemeral_1h_input_tokens`; web searches are
  * `server_tool_use.web_search_requests` (web fetches carry no fee); the tier used is
- * `usage.service_tier`.
+ * `usage.service_tier`, the speed `usage.speed`, the geography `usage.inference_geo`. A call
+ * with server-side compaction reports each pass in `usage.iterations` (the top-level counts are
+ * the last pass's only); streamed, message_start carries the first pass's input and the last
+ * message_delta the whole list.
  */
 export const messages: FormatAdapter = {
   endpoint: 'messages',
@@ -23,11 +26,15 @@ export const messages: FormatAdapter = {
       { path: 'cache_creation_input_tokens', adds: ['input', 'cacheWrite'], role: 'addend' },
       { path: 'output_tokens', adds: ['output'], role: 'total' },
       { path: 'cache_creation.ephemeral_1h_input_tokens', adds: ['cacheWrite1h'], role: 'part', of: 'cacheWrite' },
+      { path: 'output_tokens_details.thinking_tokens', adds: ['reasoning'], role: 'part', of: 'output', discount: true },
     ],
     toolCounts: [{ path: 'server_tool_use.web_search_requests', tool: 'web_search' }],
     tierPath: 'service_tier',
+    speedPath: 'speed',
+    geoPath: 'inference_geo',
+    partsPath: 'iterations',
   },
-  levers: { toolTypes: [['web_search_', 'web_search']], cacheTtl: true, longContextBeta: 'context-1m' },
+  levers: { speedField: 'speed', geoField: 'inference_geo', toolTypes: [['web_search_', 'web_search']], cacheTtl: true, longContextBeta: 'context-1m' },
   references: MESSAGES_REFERENCES,
   onEvent(state, event) {
     switch (event.event) {

@@ -43,6 +43,18 @@ export class RequestFacts {
     return found;
   }
 
+  /** The last top-level member called `name` (the one JSON.parse keeps), without a list: this runs for several names on every call. */
+  private lastSpan(name: string): MemberSpan | undefined {
+    const longest = 6 * name.length + 2;
+    const names = (this.names ??= new Array<string>(this.members.length));
+    for (let i = this.members.length - 1; i >= 0; i--) {
+      const m = this.members[i]!;
+      if (m.keyEnd - m.keyStart > longest) continue;
+      if ((names[i] ??= keyName(this.raw.slice(m.keyStart, m.keyEnd))) === name) return m;
+    }
+    return undefined;
+  }
+
   /** The name of the top-level member at `index` (in body order). */
   nameAt(index: number): string {
     const m = this.members[index]!;
@@ -61,7 +73,7 @@ export class RequestFacts {
   /** The value of top-level member `name` (the last, as JSON.parse keeps it), or undefined. */
   member(name: string): unknown {
     if (this.parsed.has(name)) return this.parsed.get(name);
-    const span = this.spans(name).at(-1);
+    const span = this.lastSpan(name);
     const value = span === undefined ? undefined : this.parse(span);
     this.parsed.set(name, value);
     return value;

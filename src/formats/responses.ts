@@ -7,7 +7,7 @@ const DELTA = /"delta"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 const MARKERS = ['response.completed', 'response.incomplete', 'response.failed', 'error'].map((m) => Buffer.from(m));
 
 /**
- * OpenAI Responses: `usage.input_tokens` (cached inside), `output_tokens` (reasoning inside);
+ * OpenAI Responses: `usage.input_tokens` (cache reads and writes inside), `output_tokens` (reasoning inside);
  * the service tier used is the response's `service_tier`, and every call of a server-side
  * tool is an item of `output` (`web_search_call`, `file_search_call`).
  */
@@ -19,6 +19,7 @@ export const responses: FormatAdapter = {
       { path: 'input_tokens', adds: ['input'], role: 'total' },
       { path: 'output_tokens', adds: ['output'], role: 'total' },
       { path: 'input_tokens_details.cached_tokens', adds: ['cachedInput'], role: 'part', of: 'input', discount: true },
+      { path: 'input_tokens_details.cache_write_tokens', adds: ['cacheWrite'], role: 'part', of: 'input' },
       { path: 'input_tokens_details.audio_tokens', adds: ['audioInput'], role: 'part', of: 'input' },
       { path: 'input_tokens_details.image_tokens', adds: ['imageInput'], role: 'part', of: 'input' },
       { path: 'output_tokens_details.reasoning_tokens', adds: ['reasoning'], role: 'part', of: 'output', discount: true },
@@ -29,7 +30,7 @@ export const responses: FormatAdapter = {
   tierField: 'service_tier',
   toolItems: { web_search_call: 'web_search', file_search_call: 'file_search' },
   previousResponseField: 'previous_response_id',
-  levers: { tierField: 'service_tier', toolTypes: [['web_search', 'web_search'], ['file_search', 'file_search']] },
+  levers: { tierField: 'service_tier', cacheRetentionField: 'prompt_cache_retention', toolTypes: [['web_search', 'web_search'], ['file_search', 'file_search']] },
   references: RESPONSES_REFERENCES,
   onEvent(state, event) {
     // The event name is on the `event:` line; only the terminal events are parsed.

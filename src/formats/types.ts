@@ -33,12 +33,36 @@ export interface Usage {
   toolCalls: Record<string, number>;
   /** The service tier the provider reports it used; null for none reported. */
   serviceTier: string | null;
+  /** The speed the provider reports it used (Anthropic's `usage.speed`); null for none reported. */
+  speed: string | null;
+  /** The inference geography the provider reports (Anthropic's `usage.inference_geo`); null for none reported. */
+  inferenceGeo: string | null;
+  /**
+   * The passes of a call the provider reports one by one (Anthropic's `usage.iterations`: a
+   * compaction pass, then the message), each priced on its own; the counts above are their sums.
+   * Null when the usage came whole.
+   */
+  parts: TokenCounts[] | null;
+  /**
+   * The request asked for extended prompt-cache retention (OpenAI's `prompt_cache_retention`):
+   * its cache writes are priced at the extended rate. No answer reports it; the request's own
+   * option is all there is (one named without a price is refused before forwarding).
+   */
+  extendedCache: boolean;
+}
+
+/** The token counts of a usage, or of one pass of a call reported in parts. */
+export type TokenCounts = Pick<Usage, 'input' | 'cachedInput' | 'cacheWrite' | 'cacheWrite1h' | 'audioInput' | 'imageInput' | 'output' | 'reasoning' | 'audioOutput' | 'imageOutput'>;
+
+export function emptyCounts(): TokenCounts {
+  return { input: 0, cachedInput: 0, cacheWrite: 0, cacheWrite1h: 0, audioInput: 0, imageInput: 0, output: 0, reasoning: 0, audioOutput: 0, imageOutput: 0 };
 }
 
 export function emptyUsage(): Usage {
+  // Written out rather than spread from emptyCounts(): one object per answer, not two.
   return {
-    input: 0, cachedInput: 0, cacheWrite: 0, cacheWrite1h: 0, audioInput: 0, imageInput: 0,
-    output: 0, reasoning: 0, audioOutput: 0, imageOutput: 0, toolCalls: {}, serviceTier: null,
+    input: 0, cachedInput: 0, cacheWrite: 0, cacheWrite1h: 0, audioInput: 0, imageInput: 0, output: 0, reasoning: 0, audioOutput: 0, imageOutput: 0,
+    toolCalls: {}, serviceTier: null, speed: null, inferenceGeo: null, parts: null, extendedCache: false,
   };
 }
 

@@ -1,4 +1,4 @@
-import { emptyUsage, isObject, type Usage } from './types.js';
+import { emptyCounts, emptyUsage, isObject, type TokenCounts, type Usage } from './types.js';
 
 /** The token counts a usage record keeps, each on one side of the call. */
 export type CountKind = 'input' | 'cachedInput' | 'cacheWrite' | 'cacheWrite1h' | 'audioInput' | 'imageInput'
@@ -41,6 +41,17 @@ export interface UsageSchema {
   toolCounts?: readonly { path: string; tool: string }[];
   /** Dotted path of the service tier inside the usage object (Messages). */
   tierPath?: string;
+  /** Dotted path of the speed the call was served at (Messages' `speed`). */
+  speedPath?: string;
+  /** Dotted path of the inference geography the call was served in (Messages' `inference_geo`). */
+  geoPath?: string;
+  /**
+   * Dotted path of a list of the call's passes, each a usage object with the same counts
+   * (Messages' `iterations`). When the answer has one, the call's counts are the sums of its
+   * entries (the top-level counts then describe only the last pass), and each entry is priced
+   * on its own.
+   */
+  partsPath?: string;
 }
 
 /**
@@ -83,54 +94,99 @@ export function readUsage(u: unknown, schema: UsageSchema): Reading {
   const usage = emptyUsage();
   if (u === undefined || u === null) return { usage, known: { input: false, output: false }, problem: 'usage_absent' };
   if (!isObject(u) || Array.isArray(u)) return { usage, known: { input: false, output: false }, problem: 'usage_malformed' };
-  const known = { input: true, output: true };
-  let problem: string | null = null;
+  const reading: Reading = { usage, known: { input: true, output: true }, problem: null };
+  readCounts(u, schema.counts, usage, reading, '');
+  const parts = schema.partsPath === undefined ? undefined : at(u, schema.partsPath);
+  if (parts !== undefined && parts !== null) readParts(parts, schema, reading);
+  for (const { path, tool } of schema.toolCounts ?? []) {
+    const v = at(u, path);
+    if (v === undefined || v === null) continue;
+    if (isCount(v)) usage.toolCalls[tool] = (usage.toolCalls[tool] ?? 0) + v;
+    else reading.problem ??= `usage_field_invalid:${path}`;
+  }
+  usage.serviceTier = stringAt(u, schema.tierPath);
+  usage.speed = stringAt(u, schema.speedPath);
+  usage.inferenceGeo = stringAt(u, schema.geoPath);
+  return reading;
+}
+
+function stringAt(u: Record<string, unknown>, path: string | undefined): string | null {
+  if (path === undefined) return null;
+  const v = at(u, path);
+  return typeof v === 'string' ? v : null;
+}
+
+/**
+ * A call reported in parts: each entry read against the same counts, the call's counts their
+ * sums. Anything unreadable in the list leaves the call's counts unknown (the top-level counts,
+ * already read, stay as a floor under the estimate).
+ */
+function readParts(parts: unknown, schema: UsageSchema, reading: Reading): void {
+  const path = schema.partsPath!;
+  if (!Array.isArray(parts) || parts.length === 0 || !parts.every((p) => isObject(p) && !Array.isArray(p))) {
+    reading.problem ??= `usage_field_invalid:${path}`;
+    reading.known = { input: false, output: false };
+    return;
+  }
+  const read: TokenCounts[] = [];
+  const sums = emptyCounts();
+  for (const part of parts as Record<string, unknown>[]) {
+    const counts = emptyCounts();
+    readCounts(part, schema.counts, counts, reading, `${path}.`);
+    read.push(counts);
+    for (const kind of Object.keys(sums) as CountKind[]) sums[kind] += counts[kind];
+  }
+  // The sums replace the top-level counts only where they are at least as large: a list that
+  // reports less than the top level cannot be the whole call.
+  if (sums.input < reading.usage.input || sums.output < reading.usage.output) {
+    reading.problem ??= `usage_inconsistent:${path}`;
+    reading.known = { input: false, output: false };
+    return;
+  }
+  Object.assign(reading.usage, sums);
+  reading.usage.parts = read;
+}
+
+/**
+ * Reads `schema` counts of one usage object into `counts`; problems go to `reading` (the first
+ * is kept; a side whose total cannot be read is unknown). `prefix` names where the object sits.
+ */
+function readCounts(u: Record<string, unknown>, fields: readonly CountField[], counts: TokenCounts, reading: Reading, prefix: string): void {
   const note = (p: string): void => {
-    problem ??= p;
+    reading.problem ??= p;
   };
   const untrusted: CountField[] = [];
-  for (const field of schema.counts) {
+  for (const field of fields) {
     const v = at(u, field.path);
     const side = SIDE[field.adds[0]!];
     if (v === undefined || v === null) {
       if (field.role === 'total') {
-        known[side] = false;
-        note(`usage_field_missing:${field.path}`);
+        reading.known[side] = false;
+        note(`usage_field_missing:${prefix}${field.path}`);
       }
       continue;
     }
     if (!isCount(v)) {
-      note(`usage_field_invalid:${field.path}`);
+      note(`usage_field_invalid:${prefix}${field.path}`);
       if (field.role === 'part') untrusted.push(field);
-      else known[side] = false;
+      else reading.known[side] = false;
       continue;
     }
-    for (const kind of field.adds) usage[kind] += v;
+    for (const kind of field.adds) counts[kind] += v;
   }
   // Parts are checked against their wholes once every total and addend is in.
-  for (const field of schema.counts) {
+  for (const field of fields) {
     if (field.role !== 'part' || untrusted.includes(field)) continue;
     const kind = field.adds[0]!;
-    if (usage[kind] > usage[field.of!]) {
-      note(`usage_inconsistent:${field.path}`);
+    if (counts[kind] > counts[field.of!]) {
+      note(`usage_inconsistent:${prefix}${field.path}`);
       untrusted.push(field);
     }
   }
   for (const field of untrusted) {
     const kind = field.adds[0]!;
-    usage[kind] = field.discount === true ? 0 : usage[field.of!];
+    counts[kind] = field.discount === true ? 0 : counts[field.of!];
   }
-  for (const { path, tool } of schema.toolCounts ?? []) {
-    const v = at(u, path);
-    if (v === undefined || v === null) continue;
-    if (isCount(v)) usage.toolCalls[tool] = (usage.toolCalls[tool] ?? 0) + v;
-    else note(`usage_field_invalid:${path}`);
-  }
-  if (schema.tierPath !== undefined) {
-    const tier = at(u, schema.tierPath);
-    if (typeof tier === 'string') usage.serviceTier = tier;
-  }
-  return { usage, known, problem };
 }
 
 /**

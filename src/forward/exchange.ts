@@ -27,7 +27,7 @@ export interface Metering {
    * arrived) reads it. The request's facts themselves, not a closure over the handler's scope: a
    * closure would tie the whole request (its socket objects, its body scanner) to the exchange.
    */
-  request: { readonly body: Record<string, unknown> };
+  request: { readonly body: Record<string, unknown>; readonly model: string };
   requestedStream: boolean;
   /** The gateway asked for stream usage the client did not ask for: hide the usage-only chunk. */
   stripUsageChunk: boolean;
@@ -445,12 +445,16 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     this.finish = finish;
     const u = o.error === null ? o.usage : undefined;
     const charge = u === undefined ? NO_CHARGE : chargeFor(u, m.model.price, m.key.mode);
+    // An answer reporting a lever the price cannot price was billed at the price's highest rate:
+    // the record says the cost is an estimate, and why.
+    const unpriced = charge.unpricedLevers.length > 0;
     const record: UsageRecord = {
       at: m.startedAt,
       callId: this.requestId,
       requestId: this.recordId(),
       endpoint: m.format.endpoint,
-      model: m.model.id,
+      // The id the client sent (an alias is recorded as itself; it is priced as its entry).
+      model: m.request.model,
       stream: this.headersReceived ? this.streamed : m.requestedStream,
       status: this.headersReceived ? this.status : this.statusWithoutAnswer(o),
       inputTokens: u?.input ?? 0,
@@ -461,9 +465,9 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       costNano: m.key.mode === 'credit' ? charge.nano : null,
       tokensCharged: u === undefined ? 0 : u.input + u.output,
       error: o.error,
-      estimated: u !== undefined && o.estimated,
+      estimated: u !== undefined && (o.estimated || unpriced),
       clientGone: this.clientGone,
-      ...usageDetail(u, o.estimateReason ?? null, charge),
+      ...usageDetail(u, o.estimateReason ?? (unpriced ? UNPRICED_LEVER : null), charge, m.model.price),
     };
     noteRecord(this.res, record);
     // A response the provider stores becomes the account's in the same commit as the charge.
@@ -472,5 +476,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   }
 }
 
-const NO_CHARGE = { nano: 0, tokens: 0, worstCase: null, longContext: false };
+const NO_CHARGE = { nano: 0, tokens: 0, worstCase: null, longContext: false, unpricedLevers: [] };
+/** The estimate reason of a call whose answer reported a lever its price has no rate for. */
+const UNPRICED_LEVER = 'unpriced_lever';
 const CLIENT_CLOSED_REQUEST = 499;

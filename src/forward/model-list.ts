@@ -102,7 +102,7 @@ export class ModelListing implements Dispatcher.DispatchHandler {
     private readonly requestId: string,
     private readonly key: KeyRecord,
     private readonly provider: Provider,
-    /** The catalogue's models whose provider has its credential, by id. */
+    /** The catalogue's models whose provider has its credential, by id and by alias. */
     private readonly served: ReadonlyMap<string, Model>,
     private readonly clientStallMs: number,
   ) {
@@ -177,8 +177,9 @@ export class ModelListing implements Dispatcher.DispatchHandler {
     if (switches === null) return sendError(res, 'store_unavailable', this.requestId);
     const { key, served } = this;
     const list = filteredList(body, modelListFormat(this.provider), (id) => {
+      // A snapshot id the provider lists is an alias: allowed and switched as its entry.
       const model = served.get(id);
-      return model !== undefined && modelAllowed(key, id) && (switches.get(id) ?? model.enabledByDefault);
+      return model !== undefined && modelAllowed(key, model.id) && (switches.get(model.id) ?? model.enabledByDefault);
     });
     if (list === null) {
       log('warn', 'model_list_unreadable', { requestId: this.requestId, provider: this.provider.name });

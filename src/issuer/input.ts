@@ -35,7 +35,11 @@ export function usdField(value: unknown, field: string, positive: boolean): numb
   return nano;
 }
 
-/** A model allowlist: a comma-separated list (command line) or an array (API); every id in the catalogue. */
+/**
+ * A model allowlist: a comma-separated list (command line) or an array (API); every id in the
+ * catalogue. An alias stands for its entry and is kept as the entry's id (the allowlist covers
+ * the entry and all its aliases).
+ */
 export function modelsField(value: unknown, config: Config | null, field = 'models'): string[] {
   let ids: string[];
   if (typeof value === 'string') ids = value.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
@@ -43,9 +47,11 @@ export function modelsField(value: unknown, config: Config | null, field = 'mode
   else throw fieldError('invalid_field', field, 'needs a list of model ids');
   if (ids.length === 0) throw fieldError('invalid_field', field, 'needs at least one model id');
   if (config !== null) {
-    for (const id of ids) {
-      if (!config.models.has(id)) throw new IssuerError('unknown_model', field, () => `unknown model '${id}' (see: tollgate models list)`);
-    }
+    ids = ids.map((id) => {
+      const model = config.modelsByName.get(id);
+      if (model === undefined) throw new IssuerError('unknown_model', field, () => `unknown model '${id}' (see: tollgate models list)`);
+      return model.id;
+    });
   }
   return [...new Set(ids)];
 }

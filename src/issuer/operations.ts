@@ -120,6 +120,7 @@ export async function rotate(store: IssuerStore, ref: string, actor: Actor): Pro
 /** The catalogue as `models list` shows it; `usable` is false when the provider's credential variable is unset. */
 export interface ModelView {
   id: string;
+  aliases: readonly string[];
   provider: string;
   endpoints: string[];
   enabled: boolean;
@@ -132,6 +133,7 @@ export interface ModelView {
 export async function listModels(store: IssuerStore, config: Config, env: NodeJS.ProcessEnv): Promise<ModelView[]> {
   return Promise.all([...config.models.values()].map(async (m) => ({
     id: m.id,
+    aliases: m.aliases,
     provider: m.provider.name,
     endpoints: [...m.endpoints],
     enabled: (await store.modelSwitch(m.id)) ?? m.enabledByDefault,
@@ -142,9 +144,15 @@ export async function listModels(store: IssuerStore, config: Config, env: NodeJS
   })));
 }
 
-export async function setModel(store: IssuerStore, config: Config, id: string, enabled: boolean, actor: Actor): Promise<void> {
-  if (!config.models.has(id)) throw new IssuerError('unknown_model', 'id', () => `unknown model '${id}' (see: tollgate models list)`, 404);
-  await store.audited(() => entry(actor, enabled ? 'model.enable' : 'model.disable', null, { model: id }), () => store.setModelSwitch(id, enabled));
+/**
+ * Switches a catalogue entry on or off; an alias names its entry (the switch covers the entry and
+ * every alias of it). Returns the entry's id.
+ */
+export async function setModel(store: IssuerStore, config: Config, id: string, enabled: boolean, actor: Actor): Promise<string> {
+  const model = config.modelsByName.get(id);
+  if (model === undefined) throw new IssuerError('unknown_model', 'id', () => `unknown model '${id}' (see: tollgate models list)`, 404);
+  await store.audited(() => entry(actor, enabled ? 'model.enable' : 'model.disable', null, { model: model.id }), () => store.setModelSwitch(model.id, enabled));
+  return model.id;
 }
 
 /** Model ids in an allowlist that are switched off (a key allowed only those can call nothing). */

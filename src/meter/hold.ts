@@ -1,5 +1,6 @@
 import { MAX_OUTPUT_CAP } from '../config/load.js';
 import type { Model } from '../config/types.js';
+import type { RequestLevers } from '../formats/levers.js';
 import type { FormatAdapter } from '../formats/types.js';
 import type { Hold, KeyMode } from '../domain/types.js';
 import { holdRates } from './charge.js';
@@ -14,27 +15,28 @@ export interface TopLevelFields {
  *
  * - Input: the request body's size in bytes, counted as tokens (every tokenizer in use makes
  *   at least one byte of text per token), and never more than the model's context window (the
- *   provider accepts no more). Priced at the dearest input rate the model's price has (fresh,
- *   cached read, 5-minute or 1-hour cache write, in any service tier or at long-context rates:
- *   charge.ts holdRates), since the gateway cannot know beforehand how the provider splits it.
+ *   provider accepts no more). Priced at the dearest input rate of the levers the request names
+ *   (fresh, cached read, any cache write, at standard or long-context rates, times the named
+ *   geography and the provider's region: charge.ts holdRates), since the gateway cannot know
+ *   beforehand how the provider splits it.
  * - Output: the largest of the body's output caps (`max_tokens`, `max_completion_tokens`,
  *   `max_output_tokens`, by format), times Chat Completions' `n`; where the body sets none, the
- *   model's `maxOutputTokens`. At the dearest output rate (any tier, long context).
+ *   model's `maxOutputTokens`. At the dearest output rate of those levers.
  *
  * A token key holds input plus output tokens. So the hold covers the call's real cost except
- * for input the body does not carry as text (an image or a file fetched by URL), audio and image
- * token rates, per-call tool fees, and levers only the answer reveals that the price has no
- * rate for (those are charged at the price's highest rate, see charge.ts costOf).
+ * for input the body does not carry as text (an image or a file fetched by URL, a stored
+ * response continued), audio and image token rates, per-call tool fees, and levers only the
+ * answer reveals (a project's default tier: billed as reported, see charge.ts costOf).
  *
  * Should the call's process die before the call is settled, it is charged its input estimate
  * instead: a quarter of the bounded input (≈ 4 bytes of text per token), at the input price.
  */
-export function holdFor(format: FormatAdapter, model: Model, mode: KeyMode, body: TopLevelFields, bodyBytes: number, stream: boolean, at: number): Hold {
+export function holdFor(format: FormatAdapter, model: Model, levers: RequestLevers, mode: KeyMode, body: TopLevelFields, bodyBytes: number, stream: boolean, at: number): Hold {
   const input = model.contextWindow === null ? bodyBytes : Math.min(bodyBytes, model.contextWindow);
   const output = outputCap(format, model, body);
   const interruptedInputTokens = Math.ceil(input / 4);
   const p = model.price;
-  const rates = holdRates(p);
+  const rates = holdRates(p, levers);
   return {
     amount: mode === 'credit' ? input * rates.input + output * rates.output : input + output,
     interruptedCharge: mode === 'credit' ? interruptedInputTokens * p.input : interruptedInputTokens,

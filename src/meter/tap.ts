@@ -227,6 +227,7 @@ export class UsageTap {
     if (state.serviceTier !== null) usage.serviceTier = state.serviceTier;
     if (state.toolCalls !== null) for (const [tool, n] of Object.entries(state.toolCalls)) usage.toolCalls[tool] = (usage.toolCalls[tool] ?? 0) + n;
     for (const [tool, n] of Object.entries(this.levers.impliedToolCalls)) usage.toolCalls[tool] = Math.max(usage.toolCalls[tool] ?? 0, n);
+    usage.extendedCache = this.levers.cacheWriteExtended;
     return reading;
   }
 

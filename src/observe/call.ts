@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Route } from '../http/routes.js';
+import { isLeverNote } from '../meter/charge.js';
 import { formatUsd } from '../money.js';
 import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import type { AccessLog } from './access-log.js';
@@ -77,6 +78,10 @@ export class Observer {
         tokens: r === null ? null : [r.inputTokens, r.outputTokens, r.cachedInputTokens, r.cacheWriteTokens, r.reasoningTokens],
         estimateReason: r !== null && r.estimated ? r.estimateReason ?? 'unknown' : null,
       });
+      // Rare (an answer reporting a lever its price cannot price), so the note is split here.
+      if (r?.worstCase != null && call.provider !== null) {
+        for (const note of r.worstCase.split(',')) if (isLeverNote(note)) m.unpricedLever(call.provider, note);
+      }
     }
     this.accessLog?.write({
       time: new Date(call.time).toISOString(),

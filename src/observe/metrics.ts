@@ -94,6 +94,8 @@ export class Metrics {
   private readonly inflight = [0, 0, 0];
   /** endpoint index → reason label → calls billed from an estimate */
   private readonly estimates: Map<string, number>[] = ENDPOINT_LABELS.map(() => new Map());
+  /** provider → lever → answers that reported a lever their model's price has no rate for */
+  private readonly unpricedLevers = new Map<string, Map<string, number>>();
 
   constructor() {
     const registers = [this.registry];
@@ -156,7 +158,23 @@ export class Metrics {
         m.estimates.forEach((byReason, endpoint) => byReason.forEach((n, reason) => this.inc({ endpoint: ENDPOINT_LABELS[endpoint]!, reason }, n)));
       },
     });
+    new Counter({
+      name: 'tollgate_unpriced_levers_total',
+      help: 'Answers that reported a price lever their model\'s price has no rate for (billed at the price\'s highest rate, the record estimated), by provider and lever (README, Prices).',
+      labelNames: ['provider', 'lever'], registers,
+      collect(this: Counter<string>) {
+        this.reset();
+        m.unpricedLevers.forEach((byLever, provider) => byLever.forEach((n, lever) => this.inc({ provider, lever }, n)));
+      },
+    });
     for (let i = 0; i < SURFACES.length * ENDPOINT_LABELS.length; i++) this.requestSlots.push(new Map());
+  }
+
+  /** An answer from `provider` reported `lever` (`service_tier:flex`, `speed:fast`, `tool:web_search`) that its price cannot price. */
+  unpricedLever(provider: string, lever: string): void {
+    let byLever = this.unpricedLevers.get(provider);
+    if (byLever === undefined) this.unpricedLevers.set(provider, (byLever = new Map()));
+    byLever.set(lever, (byLever.get(lever) ?? 0) + 1);
   }
 
   /**

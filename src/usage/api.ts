@@ -80,6 +80,8 @@ export function requestView(r: UsageRecord): Record<string, unknown> {
     imageOutputTokens: r.imageOutputTokens,
     toolCalls: r.toolCalls,
     serviceTier: r.serviceTier,
+    speed: r.speed,
+    inferenceGeo: r.inferenceGeo,
     longContext: r.longContext,
     worstCase: r.worstCase,
   };

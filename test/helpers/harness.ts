@@ -136,6 +136,9 @@ export function defaultConfig(mockUrl: string): Record<string, unknown> {
       anthropic: { baseUrl: `${mockUrl}/v1`, auth: 'x-api-key', apiKeyEnv: 'ANTHROPIC_API_KEY' },
     },
     catalogProvider: { openai: 'openai', anthropic: 'anthropic' },
+    // The tests' own catalogue exactly, without the built-in one: each test's expectations
+    // (lists, refusals, prices) are written against these entries alone.
+    builtInModels: false,
     models: testModels(),
   };
 }

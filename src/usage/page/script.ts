@@ -306,6 +306,7 @@ function estimateText(reason) {
     case 'usage_field_invalid': return 'the provider\'s usage had an unreadable ' + field;
     case 'usage_inconsistent': return 'the provider\'s usage had an impossible ' + field;
     case 'client_gone': return 'the client left and the provider was stopped before it reported usage';
+    case 'unpriced_lever': return 'the provider reported an option this gateway has no price for';
     default: return reason;
   }
 }
@@ -325,6 +326,8 @@ function requestRow(r) {
   if (r.estimated) notes.push(el('span', { class: 'note-warn', text: 'Estimated (' + estimateText(r.estimateReason) + ')' }));
   if (r.worstCase) notes.push(el('span', { class: 'note-warn' }, 'Priced at the highest rate (no price for ', el('code', { text: r.worstCase }), ')'));
   if (r.serviceTier && !['default', 'standard', 'auto'].includes(r.serviceTier)) notes.push(el('span', { text: r.serviceTier + ' tier' }));
+  if (r.speed && r.speed !== 'standard') notes.push(el('span', { text: r.speed + ' speed' }));
+  if (r.inferenceGeo && !['global', 'not_available'].includes(r.inferenceGeo)) notes.push(el('span', { text: 'Processed in ' + r.inferenceGeo }));
   if (r.longContext) notes.push(el('span', { text: 'Long-context rates' }));
   if (r.cacheWrite1hTokens) notes.push(el('span', { text: fmtInt(r.cacheWrite1hTokens) + ' tokens written to the 1-hour cache' }));
   const media = [['audio in', r.audioInputTokens], ['image in', r.imageInputTokens], ['audio out', r.audioOutputTokens], ['image out', r.imageOutputTokens]].filter((m) => m[1]);
@@ -497,7 +500,7 @@ const CSV_FIELDS = [
   ['cost_usd', 'costUsd'], ['tokens_charged', 'tokensCharged'], ['error', 'error'], ['estimated', 'estimated'], ['client_gone', 'clientGone'],
   ['estimate_reason', 'estimateReason'], ['cache_write_1h_tokens', 'cacheWrite1hTokens'], ['audio_input_tokens', 'audioInputTokens'],
   ['image_input_tokens', 'imageInputTokens'], ['audio_output_tokens', 'audioOutputTokens'], ['image_output_tokens', 'imageOutputTokens'],
-  ['tool_calls', 'toolCalls'], ['service_tier', 'serviceTier'], ['long_context', 'longContext'], ['worst_case', 'worstCase'],
+  ['tool_calls', 'toolCalls'], ['service_tier', 'serviceTier'], ['speed', 'speed'], ['inference_geo', 'inferenceGeo'], ['long_context', 'longContext'], ['worst_case', 'worstCase'],
 ];
 function csvCell(v) {
   // Tool calls are an object: written as name=count pairs.
