@@ -42,6 +42,8 @@ export interface GatewayOptions {
   metrics?: Metrics | null;
   /** The access log (null: off, `log.access: false`). */
   accessLog?: AccessLog | null;
+  /** The providers are the built-in mock (`serve --mock`): every answer says so, `x-tollgate-mock: 1`. */
+  mock?: boolean;
   /** Where providers' refusals of the gateway's credential are noted (default: this process's own). */
   credentialRefusals?: CredentialRefusals;
 }
@@ -53,9 +55,10 @@ export interface Gateway {
   /**
    * Stops accepting, closes idle connections, answers calls in flight with `connection: close`
    * (or closes their connection after their last byte) and resolves as soon as the last call in
-   * flight ends (at most `timeoutMs`); then closes the provider pools.
+   * flight ends (at most `timeoutMs`); then closes the provider pools. Resolves to the time
+   * (performance.now()) the last call in flight ended, or the close began when none was.
    */
-  close(timeoutMs?: number): Promise<void>;
+  close(timeoutMs?: number): Promise<number>;
 }
 
 /**
@@ -391,6 +394,12 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     }
   };
 
+  // With the mock provider, the header goes on first and every answer's writeHead merges it in
+  // (a separate handler: a gateway on real providers pays nothing for it).
+  const handler = options.mock !== true ? onRequest : (req: IncomingMessage, res: ServerResponse): void => {
+    res.setHeader(MOCK_ANSWER_HEADER[0], MOCK_ANSWER_HEADER[1]);
+    onRequest(req, res);
+  };
   const limits = config.limits;
   const server = createServer({
     // Clients keep connections to a gateway for long: outlive common 60 s idle timeouts of
@@ -405,36 +414,45 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     maxHeaderSize: limits.maxHeaderBytes,
     // A request without Host gets the gateway's envelope from handle(), not Node's bare 400.
     requireHostHeader: false,
-  }, onRequest);
+  }, handler);
   server.maxConnections = limits.maxConnections;
   // No limit of Node's own: `limits.maxHeaderCount` is counted exactly by headRefusal (Node 20
   // would drop the fields past its limit silently). `maxHeaderBytes` still bounds the head.
   server.maxHeadersCount = 0;
-  server.on('clientError', clientErrorHandler(observer));
+  server.on('clientError', clientErrorHandler(observer, options.mock === true ? MOCK_ANSWER_HEADER : undefined));
   // An `Expect` other than 100-continue is ignored, as RFC 9110 §10.1.1 allows, rather than
   // answered with Node's bare 417.
-  server.on('checkExpectation', onRequest);
+  server.on('checkExpectation', handler);
 
   const gateway: Gateway = {
     server,
     draining: false,
     async close(timeoutMs = 30_000) {
       gateway.draining = true;
+      let drainedAt = 0;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
         timer.unref();
         server.close(() => {
           clearTimeout(timer);
+          drainedAt ||= performance.now();
           resolve();
         });
         // Once no call is in flight, what is left open is idle or half-sent: close it all.
-        drain.start(() => server.closeAllConnections());
+        drain.start(() => {
+          drainedAt = performance.now();
+          server.closeAllConnections();
+        });
       });
       await closeUpstreams(upstreams);
+      return drainedAt;
     },
   };
   return gateway;
 }
+
+/** The header every answer of a gateway on the mock provider carries (`serve --mock`). */
+const MOCK_ANSWER_HEADER = ['x-tollgate-mock', '1'] as const;
 
 /**
  * Bodies up to this size that arrived with their request's head are read before the admission

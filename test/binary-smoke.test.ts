@@ -204,7 +204,8 @@ t.test('the LMDB binding is written once to the cache directory, named by its SH
   t.teardown(() => rmSync(cache, { recursive: true, force: true }));
   const launch: Binary = { executable: BINARY, cwd: emptyDir(t) };
   const run = async (): Promise<void> => {
-    const r = await runCli(['keys', 'list'], { XDG_CACHE_HOME: cache }, 30_000, launch);
+    // keys create: the command that opens (and here makes) a store, so loads the binding.
+    const r = await runCli(['keys', 'create', '--mode', 'credit', '--balance', '1'], { XDG_CACHE_HOME: cache }, 30_000, launch);
     t.equal(r.code, 0, r.stderr);
   };
   await run();

@@ -51,7 +51,7 @@ t.test('with the prebuilt binding, the CLI refuses to open the store', async (t)
   t.notOk(existsSync(dataDir), 'nothing written');
 
   // A directory without a build of its own: lmdb-js falls back to its prebuilt package.
-  const elsewhere = await runCli(['keys', 'list', '--config', configFile, '--data', dataDir], { LMDB_PREBUILD: join(lmdbDir, 'dependencies') });
+  const elsewhere = await runCli(['keys', 'create', '--mode', 'credit', '--balance', '1', '--config', configFile, '--data', dataDir], { LMDB_PREBUILD: join(lmdbDir, 'dependencies') });
   t.equal(elsewhere.code, 1, 'LMDB_PREBUILD pointing elsewhere: exit 1');
   t.match(elsewhere.stderr, /LMDB_PREBUILD is set/);
   t.notOk(existsSync(dataDir), 'nothing written');

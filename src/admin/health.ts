@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { CORS_RESPONSE_HEADERS, withRequestId } from '../http/headers.js';
+import { noteCode } from '../observe/call.js';
 
 /** What /readyz asks of the process it runs in. */
 export interface Readiness {
@@ -30,6 +31,8 @@ export function serveHealthz(res: ServerResponse, requestId: string): void {
  */
 export function serveReadyz(res: ServerResponse, requestId: string, readiness: Readiness): void {
   const why = readiness.draining() ? 'draining' : !readiness.storeAnswers() ? 'store_unavailable' : readiness.notReady?.() ?? null;
+  // A 503 is counted and logged with its reason as its code, not as a provider's failure.
+  if (why !== null) noteCode(res, why);
   const refused = readiness.credentialRefused?.() ?? [];
   res.writeHead(why === null ? 200 : 503, withRequestId(HEADERS, requestId));
   res.end(JSON.stringify(refused.length === 0 ? { status: why ?? 'ready' } : { status: why ?? 'ready', credentialRefused: refused }));

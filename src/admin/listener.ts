@@ -17,6 +17,8 @@ export interface AdminOptions {
   /** Prometheus text of this process, or of every worker summed (serve --workers). */
   metrics: { text(): Promise<string>; contentType: string };
   readiness: Readiness;
+  /** The gateway runs on the mock provider (`serve --mock`): every answer carries `x-tollgate-mock: 1`. */
+  mock?: boolean;
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store' };
@@ -107,6 +109,7 @@ export function createAdminServer(o: AdminOptions): Server {
 
   return createServer((req, res) => {
     const requestId = nextRequestId();
+    if (o.mock === true) res.setHeader('x-tollgate-mock', '1');
     handle(req, res, requestId).catch((err: unknown) => {
       log('error', 'internal_error', { requestId, listener: 'admin', error: err instanceof Error ? err.stack ?? err.message : String(err) });
       if (!res.headersSent) sendError(res, 500, requestId, 'internal_error', 'The gateway failed while handling this request; quote the x-request-id when reporting it.', null, 'api_error');

@@ -1,5 +1,6 @@
+import { existsSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig, redisUrlProblem } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { openStore as openBackend, type StorePlan } from '../store/store.js';
@@ -10,12 +11,11 @@ export class UsageError extends Error {}
 
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** Flags every command takes. */
+/** Flags every command takes (`--help` is answered before any command runs: main.ts). */
 export const COMMON_OPTIONS: Options = {
   config: { type: 'string' },
   data: { type: 'string' },
   redis: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
 };
 
 export interface Parsed {
@@ -84,9 +84,28 @@ export function storePlanFrom(values: Parsed['values'], config: Config): StorePl
   return { backend: 'redis', url };
 }
 
-/** The store of an issuer command (LMDB opened with fsync on every commit: the CLI's changes are on disk when it returns). */
-export function openStore(values: Parsed['values'], config: Config): Promise<GatewayStore> {
-  return openBackend(storePlanFrom(values, config));
+/**
+ * The store of an issuer command (LMDB opened with fsync on every commit: the CLI's changes are
+ * on disk when it returns). Only `keys create` passes `create` (as `serve` makes its own): every
+ * other command run where there is no store says so and creates nothing (storeMustExist).
+ */
+export function openStore(values: Parsed['values'], config: Config, create = false): Promise<GatewayStore> {
+  const plan = storePlanFrom(values, config);
+  if (!create) storeMustExist(plan);
+  return openBackend(plan);
+}
+
+/**
+ * Refuses an LMDB data directory that holds no store (no `data.mdb`): the command was most
+ * likely run from the wrong directory or with the wrong --data, and opening the environment
+ * would create an empty store there (the directory, data.mdb and lock.mdb) and answer from it.
+ * A Redis server is always named explicitly (flag, variable or config) and opening it writes
+ * nothing, so any Redis that answers is taken as the store, empty or not.
+ */
+export function storeMustExist(plan: StorePlan): void {
+  if (plan.backend === 'lmdb' && !existsSync(join(plan.dataDir, 'data.mdb'))) {
+    throw new Error(`no store in ${plan.dataDir}: point at yours with --data DIR, TOLLGATE_DATA_DIR or "dataDir" in the config (or at Redis with --redis URL); only \`tollgate serve\` and \`tollgate keys create\` start a new one`);
+  }
 }
 
 /** A whole number within bounds, from a flag's text. */

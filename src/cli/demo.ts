@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { displayPrefix, generateKey, hashKey } from '../auth/keys.js';
 import { compileConfig } from '../config/load.js';
-import { startMockProvider } from '../mock/provider.js';
+import { offlineProviders } from '../mock/offline.js';
 import { formatUsd } from '../money.js';
 import { createGateway } from '../server.js';
 import { openStore } from '../store/store.js';
@@ -20,22 +20,21 @@ export async function demoCommand(args: string[]): Promise<void> {
   parse(args, {}, 0);
   const out = (line = ''): boolean => process.stdout.write(`${line}\n`);
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));
-  const mock = await startMockProvider({ record: false });
-  const providerSecretEnv = { TOLLGATE_DEMO_PROVIDER_KEY: 'demo-provider-secret' };
-  const config = compileConfig({
-    providers: {
-      openai: { baseUrl: `${mock.url}/v1`, auth: 'bearer', apiKeyEnv: 'TOLLGATE_DEMO_PROVIDER_KEY' },
-      anthropic: { baseUrl: `${mock.url}/v1`, auth: 'x-api-key', apiKeyEnv: 'TOLLGATE_DEMO_PROVIDER_KEY' },
-    },
-    catalogProvider: { openai: 'openai', anthropic: 'anthropic' },
+  // The directory goes on every way out: the end, an error, a reader that left (main.ts exits
+  // on EPIPE), SIGINT or SIGTERM (their default action would skip 'exit' listeners).
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  process.once('SIGINT', () => process.exit(130));
+  process.once('SIGTERM', () => process.exit(143));
+  // The built-in providers (OpenAI, Anthropic), served by the mock provider in this process.
+  const { mock, config, env } = await offlineProviders(compileConfig({
     models: {
       'gpt-4o-mini': { provider: 'openai', endpoints: ['chat', 'responses'], price: { input: 0.15, output: 0.6, cachedInput: 0.075 } },
       'claude-sonnet-4-5': { provider: 'anthropic', endpoints: ['messages'], price: { input: 3, output: 15, cachedInput: 0.3, cacheWrite: 3.75 } },
     },
     dataDir: dir,
-  }, null);
+  }, null));
   const store = await openStore({ backend: 'lmdb', dataDir: dir });
-  const gateway = createGateway(config, store, { env: providerSecretEnv });
+  const gateway = createGateway(config, store, { env });
   await new Promise<void>((resolve) => gateway.server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
 

@@ -22,7 +22,7 @@ export interface IssuerClient {
   extend(ref: string, expiresAt: number | null): Promise<KeyWithAccount>;
   updateSettings(ref: string, plan: SettingsPlan): Promise<KeyWithAccount>;
   rotate(ref: string): Promise<ops.NewSecret & { old: KeyRecord }>;
-  listModels(): Promise<ModelView[]>;
+  listModels(): Promise<ListedModel[]>;
   /** Switches a model (an alias names its entry); resolves to the entry's id. */
   setModel(id: string, enabled: boolean): Promise<string>;
   /** Of these allowlisted models, the ones switched off. */
@@ -30,6 +30,14 @@ export interface IssuerClient {
   audit(ref?: string): Promise<Record<string, unknown>[]>;
   close(): Promise<void>;
 }
+
+/**
+ * A catalogue entry as `models list` prints it. Through the admin API, the server says whether
+ * it has the provider's credential (`usable`); locally, the entry names the variable the
+ * server's environment must provide (`credentialEnv`): this shell's environment says nothing
+ * about the server's.
+ */
+export type ListedModel = Omit<ModelView, 'usable'> & ({ usable: boolean } | { credentialEnv: string });
 
 export function localIssuer(store: GatewayStore, config: Config): IssuerClient {
   const actor = ops.localActor();
@@ -42,7 +50,7 @@ export function localIssuer(store: GatewayStore, config: Config): IssuerClient {
     extend: (ref, expiresAt) => ops.extend(store, ref, expiresAt, actor),
     updateSettings: (ref, plan) => ops.updateSettings(store, ref, plan, actor),
     rotate: (ref) => ops.rotate(store, ref, actor),
-    listModels: async () => ops.listModels(store, config, process.env),
+    listModels: async () => (await ops.listModels(store, config, {})).map(({ usable: _, ...m }) => ({ ...m, credentialEnv: config.models.get(m.id)!.provider.apiKeyEnv })),
     setModel: (id, enabled) => ops.setModel(store, config, id, enabled, actor),
     disabledModels: async (models) => ops.disabledModels(store, config, models),
     audit: async (ref) => (await store.auditTrail(ref === undefined ? undefined : (await ops.resolveKeyRef(store, ref)).id)).map(ops.auditView),

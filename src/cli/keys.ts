@@ -114,17 +114,13 @@ function printSecret(key: KeyRecord, secret: string, account: Account | undefine
 }
 
 export async function keysCommand(sub: string | undefined, args: string[]): Promise<void> {
-  if (sub === 'help' || sub === '--help' || sub === '-h') {
+  if (sub === 'help') {
     process.stdout.write(`${KEYS_USAGE}\n`);
     return;
   }
   if (sub === undefined || !(sub in ALLOWED)) throw new UsageError(sub === undefined ? 'keys needs a subcommand (create, list, show, suspend, resume, topup, extend, set, rotate; try: tollgate keys help)' : `unknown keys subcommand '${sub}' (try: tollgate keys help)`);
   const parsed: Parsed = parse(args, KEY_OPTIONS, TAKES_REF.has(sub) ? 1 : 0);
   const v = parsed.values;
-  if (v.help) {
-    process.stdout.write(`${KEYS_USAGE}\n`);
-    return;
-  }
   for (const flag of Object.keys(v)) {
     if (flag in KEY_OPTIONS && flag !== 'admin-url' && !ALLOWED[sub]!.includes(flag)) throw new UsageError(`keys ${sub} does not take --${flag}`);
   }
@@ -231,7 +227,7 @@ export async function keysCommand(sub: string | undefined, args: string[]): Prom
     default:
       throw new UsageError(`unknown keys subcommand '${sub}'`);
   }
-  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(await openStore(v, config!), config!);
+  const issuer = adminUrl !== undefined ? remoteIssuer(adminUrl) : localIssuer(await openStore(v, config!, sub === 'create'), config!);
   try {
     await plan(issuer);
   } finally {

@@ -1,10 +1,10 @@
 import { IssuerError } from '../issuer/errors.js';
 import { configFrom, openStore, parse, table, UsageError } from './common.js';
-import { adminUrlFrom, localIssuer, remoteIssuer } from './issuer-client.js';
+import { adminUrlFrom, localIssuer, remoteIssuer, type ListedModel } from './issuer-client.js';
 import { MODELS_USAGE } from './usage-text.js';
 
 export async function modelsCommand(sub: string | undefined, args: string[]): Promise<void> {
-  if (sub === 'help' || sub === '--help' || sub === '-h') {
+  if (sub === 'help') {
     process.stdout.write(`${MODELS_USAGE}\n`);
     return;
   }
@@ -12,10 +12,6 @@ export async function modelsCommand(sub: string | undefined, args: string[]): Pr
     throw new UsageError(sub === undefined ? 'models needs a subcommand (list, enable, disable; try: tollgate models help)' : `unknown models subcommand '${sub}' (try: tollgate models help)`);
   }
   const parsed = parse(args, { ...(sub === 'list' ? { json: { type: 'boolean' } } : {}), 'admin-url': { type: 'string' } }, sub === 'list' ? 0 : 1);
-  if (parsed.values.help) {
-    process.stdout.write(`${MODELS_USAGE}\n`);
-    return;
-  }
   const adminUrl = adminUrlFrom(parsed.values);
   const config = adminUrl === undefined ? configFrom(parsed.values) : null;
   const id = parsed.positionals[0];
@@ -35,13 +31,30 @@ export async function modelsCommand(sub: string | undefined, args: string[]): Pr
       process.stdout.write(`${JSON.stringify(models)}\n`);
       return;
     }
+    const unusable = (m: ListedModel): boolean => 'usable' in m && !m.usable;
     process.stdout.write(`${table(
       ['MODEL', 'PROVIDER', 'ENDPOINTS', 'ENABLED', 'INPUT $/M', 'OUTPUT $/M', 'CONTEXT'],
-      models.map((m) => [m.id, m.usable ? m.provider : `${m.provider} (unusable: no credential)`, m.endpoints.join(','), m.enabled ? 'yes' : 'no', String(m.price.input), String(m.price.output), m.contextWindow === null ? '-' : String(m.contextWindow)]),
+      models.map((m) => [m.id, unusable(m) ? `${m.provider} (unusable: no credential)` : m.provider, m.endpoints.join(','), m.enabled ? 'yes' : 'no', String(m.price.input), String(m.price.output), m.contextWindow === null ? '-' : String(m.contextWindow)]),
     )}\n`);
-    const unusable = [...new Set(models.filter((m) => !m.usable).map((m) => m.provider))];
-    if (unusable.length > 0) process.stdout.write(`\nProviders without a credential (their models answer model_not_available): ${unusable.join(', ')}\n`);
+    if (models.length > 0) process.stdout.write(`\n${credentialNote(models, unusable)}\n`);
   } finally {
     await issuer.close();
   }
+}
+
+/**
+ * Which providers can be called: the server's verdict through the admin API; locally, the
+ * variable each provider's credential is read from in the server's environment when it starts.
+ */
+function credentialNote(models: ListedModel[], unusable: (m: ListedModel) => boolean): string {
+  const needs = new Map<string, string>();
+  for (const m of models) if ('credentialEnv' in m) needs.set(m.provider, m.credentialEnv);
+  if (needs.size > 0) {
+    const list = [...needs].map(([provider, env]) => `${env} (${provider})`).join(', ');
+    return `The server reads each provider's credential from its own environment when it starts: ${list}. A provider whose variable is unset there answers model_not_available; --admin-url asks the running server which it has.`;
+  }
+  const without = [...new Set(models.filter(unusable).map((m) => m.provider))];
+  return without.length > 0
+    ? `Providers without a credential in the server's environment (their models answer model_not_available): ${without.join(', ')}`
+    : 'The server has a credential for every provider.';
 }

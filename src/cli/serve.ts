@@ -10,6 +10,7 @@ import { log } from '../log.js';
 import { stdoutAccessLog } from '../observe/access-log.js';
 import { CredentialRefusals } from '../observe/credential-refusals.js';
 import { answerClusterMetricRequests, clusterMetrics, Metrics } from '../observe/metrics.js';
+import { offlineProviders, pointedAtMock, MOCK_PROVIDER_ENV } from '../mock/offline.js';
 import { configFrom, parse, storePlanFrom, UsageError, wholeNumber } from './common.js';
 import type { GatewayStore } from '../domain/interfaces.js';
 import { checkLmdbBinding, openStore, RetentionSweeper, type StorePlan } from '../store/store.js';
@@ -20,7 +21,23 @@ const SERVE_OPTIONS = {
   port: { type: 'string' },
   workers: { type: 'string' },
   'admin-port': { type: 'string' },
+  mock: { type: 'boolean' },
 } as const;
+
+/** How a cluster's primary tells its workers where its mock provider listens (`serve --mock --workers N`). */
+const PRIMARY_MOCK_URL = 'TOLLGATE_PRIMARY_MOCK_URL';
+
+/** What a serving process forwards to: the configured providers, or with --mock the mock provider in process. */
+interface Providers {
+  /** The configuration, its providers pointed at the mock provider with --mock. */
+  config: Config;
+  /** The environment the provider credentials are read from. */
+  env: NodeJS.ProcessEnv;
+  /** The mock provider this process runs (--mock, not in a worker), else null. */
+  mockUrl: string | null;
+  mock: boolean;
+  close(): Promise<void>;
+}
 
 /** Where the admin listener goes, when it is opened at all (interface.md, "The admin listener"). */
 interface AdminPlan { host: string; port: number; token: string | undefined }
@@ -39,31 +56,27 @@ interface AdminPlan { host: string; port: number; token: string | undefined }
  */
 export async function serveCommand(args: string[]): Promise<void> {
   const { values } = parse(args, SERVE_OPTIONS, 0);
-  if (values.help) {
-    process.stdout.write(`${SERVE_USAGE}\n`);
-    return;
-  }
-  const config = configFrom(values);
-  const host = (values.host as string | undefined) ?? (process.env.TOLLGATE_HOST || config.host);
+  const configured = configFrom(values);
+  const host = (values.host as string | undefined) ?? (process.env.TOLLGATE_HOST || configured.host);
   const portText = (values.port as string | undefined) ?? (process.env.TOLLGATE_PORT || undefined);
-  const port = portText === undefined ? config.port : wholeNumber(portText, values.port === undefined ? 'TOLLGATE_PORT' : '--port', 0, 65535);
+  const port = portText === undefined ? configured.port : wholeNumber(portText, values.port === undefined ? 'TOLLGATE_PORT' : '--port', 0, 65535);
   const workers = values.workers === undefined ? 1 : wholeNumber(values.workers, '--workers', 1, 256);
-  const plan = storePlanFrom(values, config);
+  const plan = storePlanFrom(values, configured);
   if (host.length === 0) throw new UsageError('--host must not be empty');
-  const adminPort = values['admin-port'] === undefined ? config.admin.port : wholeNumber(values['admin-port'], '--admin-port', 0, 65535);
-  const token = process.env[config.admin.tokenEnv] || undefined;
-  const admin: AdminPlan | null = token !== undefined || values['admin-port'] !== undefined || config.admin.portGiven
-    ? { host: config.admin.host, port: adminPort, token }
+  const adminPort = values['admin-port'] === undefined ? configured.admin.port : wholeNumber(values['admin-port'], '--admin-port', 0, 65535);
+  const token = process.env[configured.admin.tokenEnv] || undefined;
+  const admin: AdminPlan | null = token !== undefined || values['admin-port'] !== undefined || configured.admin.portGiven
+    ? { host: configured.admin.host, port: adminPort, token }
     : null;
 
-  if (cluster.isPrimary) process.stdout.write(`${catalogueLine(config)}\n`);
+  if (cluster.isPrimary) process.stdout.write(`${catalogueLine(configured)}\n`);
   if (workers > 1 && cluster.isPrimary) {
     if (plan.backend === 'lmdb') await checkLmdbBinding(); // once, here, rather than once per worker that would fail on it
-    warnUnusableProviders(config);
-    return runPrimary(workers, config, plan, admin);
+    return runPrimary(workers, await providersFor(configured, values.mock === true), plan, admin);
   }
 
-  if (cluster.isPrimary) warnUnusableProviders(config);
+  const providers = await providersFor(configured, values.mock === true);
+  const { config } = providers;
   const store = await openStore(plan, config.storage);
   // Calls left in flight by a process that is gone are settled before this one serves.
   await store.serveCalls();
@@ -71,38 +84,82 @@ export async function serveCommand(args: string[]): Promise<void> {
   answerClusterMetricRequests(metrics);
   const accessLog = config.log.access ? stdoutAccessLog() : null;
   const credentialRefusals = cluster.isWorker ? workerCredentialRefusals() : new CredentialRefusals();
-  const gateway = createGateway(config, store, { metrics, accessLog, credentialRefusals });
-  await listen(gateway.server, port, host);
-  const url = urlOf(gateway.server);
-  if (cluster.isWorker) process.send?.({ listening: url });
-  else process.stdout.write(`tollgate listening on ${url}\n`);
-
+  const gateway = createGateway(config, store, { metrics, accessLog, credentialRefusals, env: providers.env, mock: providers.mock });
   let adminServer: Server | null = null;
   let sweeper: RetentionSweeper | null = null;
-  if (cluster.isPrimary) {
-    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
-    adminServer = await openAdmin(admin, config, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
-    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
-    sweeper.start();
-  }
-
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
+    const signalledAt = performance.now();
     // At once, before anything closes: a load balancer polling /readyz stops sending now.
     gateway.draining = true;
+    let drainedAt = signalledAt;
     void gateway.close()
-      .then(() => closeServer(adminServer))
-      .then(() => sweeper?.stop())
+      .then((at) => {
+        drainedAt = at;
+        return Promise.all([providers.close(), closeServer(adminServer), sweeper?.stop()]);
+      })
       .then(() => accessLog?.flush())
       .then(() => store.close())
-      .then(() => process.exit(0), () => process.exit(1));
+      .then(() => exitStopped(0, signalledAt, drainedAt), () => exitStopped(1, signalledAt, drainedAt));
   };
+  // Before the listening line: a signal sent as soon as it is read (a supervisor, a test) must
+  // find the handler in place, not the default action that ends the process unsettled.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   // A worker whose primary went away must not linger.
   if (cluster.isWorker) process.on('disconnect', stop);
+
+  await listen(gateway.server, port, host);
+  const url = urlOf(gateway.server);
+  if (cluster.isWorker) process.send?.({ listening: url });
+  else process.stdout.write(listeningLine(url, plan, 1, providers.mock));
+
+  if (cluster.isPrimary && !stopping) {
+    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
+    adminServer = await openAdmin(admin, providers, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
+    if (stopping) return void closeServer(adminServer);
+    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
+    sweeper.start();
+  }
+}
+
+/**
+ * The providers of this process. With --mock, the mock provider in process: the primary (or
+ * single process) starts it, a worker points at its primary's, and no credential variable is
+ * read. Without, the configured providers, each one whose credential is unset named once.
+ */
+async function providersFor(configured: Config, mock: boolean): Promise<Providers> {
+  if (!mock) {
+    if (cluster.isPrimary) warnUnusableProviders(configured);
+    return { config: configured, env: process.env, mockUrl: null, mock: false, close: async () => undefined };
+  }
+  const primaryMock = cluster.isWorker ? process.env[PRIMARY_MOCK_URL] : undefined;
+  if (primaryMock !== undefined) return { config: pointedAtMock(configured, primaryMock), env: MOCK_PROVIDER_ENV, mockUrl: null, mock: true, close: async () => undefined };
+  const offline = await offlineProviders(configured);
+  return { config: offline.config, env: offline.env, mockUrl: offline.mock.url, mock: true, close: () => offline.mock.close() };
+}
+
+/**
+ * `tollgate listening on http://HOST:PORT (store: lmdb DIR)` or `(store: redis HOST:PORT)`
+ * (interface.md), then the workers and the mock provider when there are.
+ */
+function listeningLine(url: string, plan: StorePlan, workers: number, mock: boolean): string {
+  const store = plan.backend === 'lmdb' ? `lmdb ${plan.dataDir}` : `redis ${new URL(plan.url).host}`;
+  return `tollgate listening on ${url} (store: ${store})${workers > 1 ? ` (${workers} workers)` : ''}${mock ? ' (mock providers)' : ''}\n`;
+}
+
+/**
+ * The last line before a stop's exit (stderr, `stopped`): how long the calls in flight took to
+ * end after the signal (`drainMs`) and how long the exit took after the last of them ended, or
+ * after the signal when none was in flight (`exitMs`). Measured by the process itself, up to
+ * its process.exit(); what Node.js does after that is not in it (README, Shutdown).
+ */
+function exitStopped(code: number, signalledAt: number, drainedAt: number): never {
+  const ms = (n: number): number => Math.round(n * 10) / 10;
+  log('info', 'stopped', { drainMs: ms(drainedAt - signalledAt), exitMs: ms(performance.now() - drainedAt) });
+  process.exit(code);
 }
 
 /** Messages between a cluster's workers and its primary about providers refusing the gateway's credential. */
@@ -197,9 +254,10 @@ function closeServer(server: Server | null): Promise<void> {
   });
 }
 
-async function openAdmin(plan: AdminPlan | null, config: Config, store: GatewayStore, metrics: { text(): Promise<string>; contentType: string }, readiness: Readiness): Promise<Server | null> {
+async function openAdmin(plan: AdminPlan | null, providers: Providers, store: GatewayStore, metrics: { text(): Promise<string>; contentType: string }, readiness: Readiness): Promise<Server | null> {
   if (plan === null) return null;
-  const server = createAdminServer({ store, config, env: process.env, token: plan.token, metrics, readiness });
+  const { config } = providers;
+  const server = createAdminServer({ store, config, env: providers.env, token: plan.token, metrics, readiness, mock: providers.mock });
   await listen(server, plan.port, plan.host);
   process.stdout.write(`admin listening on ${urlOf(server)}\n`);
   if (plan.token === undefined) log('warn', 'admin_token_missing', { env: config.admin.tokenEnv, consequence: 'every /admin/v1/ request is refused with invalid_admin_token' });
@@ -209,11 +267,16 @@ async function openAdmin(plan: AdminPlan | null, config: Config, store: GatewayS
 /** More unexpected worker exits than this within a minute, and the primary gives up (exit 1). */
 const RESTARTS_PER_MINUTE = 10;
 
-function runPrimary(workers: number, config: Config, plan: StorePlan, admin: AdminPlan | null): Promise<void> {
+function runPrimary(workers: number, providers: Providers, plan: StorePlan, admin: AdminPlan | null): Promise<void> {
+  const { config } = providers;
+  // Workers forward to the primary's mock provider (--mock): one for the whole gateway.
+  const workerEnv = providers.mockUrl === null ? undefined : { [PRIMARY_MOCK_URL]: providers.mockUrl };
   return new Promise((resolve) => {
     let listening = 0;
     let announced = false;
     let stopping = false;
+    let signalledAt = 0;
+    let exiting = false;
     let exitCode = 0;
     const exits: number[] = [];
     let store: GatewayStore | null = null;
@@ -224,12 +287,12 @@ function runPrimary(workers: number, config: Config, plan: StorePlan, admin: Adm
     // A worker of the single binary (a Node.js SEA) is started as `EXECUTABLE EXEC ARGS…` but sees
     // the executable's path once more before EXEC, so EXEC must be the first argument itself.
     if (isSea()) cluster.setupPrimary({ exec: process.argv[2]!, args: process.argv.slice(3) });
-    for (let i = 0; i < workers; i++) cluster.fork();
+    for (let i = 0; i < workers; i++) cluster.fork(workerEnv);
     cluster.on('message', (worker, message: { listening?: string } & CredentialRefusalMessage) => {
       credentialRefusals.heard(worker, message);
       if (message?.listening && ++listening === workers && !announced) {
         announced = true;
-        process.stdout.write(`tollgate listening on ${message.listening} (${workers} workers)\n`);
+        process.stdout.write(listeningLine(message.listening, plan, workers, providers.mock));
         openStore(plan, config.storage).then((s) => {
           store = s;
           if (stopping) return;
@@ -241,7 +304,7 @@ function runPrimary(workers: number, config: Config, plan: StorePlan, admin: Adm
             notReady: () => (Object.keys(cluster.workers ?? {}).length === 0 ? 'no_workers' : null),
             credentialRefused: () => credentialRefusals.providers(),
           };
-          return openAdmin(admin, config, s, metrics, readiness).then((server) => {
+          return openAdmin(admin, providers, s, metrics, readiness).then((server) => {
             adminServer = server;
             if (stopping) void closeServer(server);
           }, (err: unknown) => giveUp(`the admin listener cannot start: ${(err as Error).message}`));
@@ -251,17 +314,22 @@ function runPrimary(workers: number, config: Config, plan: StorePlan, admin: Adm
     const stop = (): void => {
       if (stopping) return;
       stopping = true;
+      signalledAt = performance.now();
       for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
       exitWhenAllGone();
     };
     const exitWhenAllGone = (): void => {
-      if (Object.keys(cluster.workers ?? {}).length > 0) return;
-      void closeServer(adminServer)
-        .then(() => sweeper?.stop())
+      // A dead worker can still be listed: node:cluster removes it on the later of its 'exit' and
+      // its 'disconnect', and this runs on 'exit'; counting it would wait for ever.
+      if (exiting || Object.values(cluster.workers ?? {}).some((w) => w !== undefined && !w.isDead())) return;
+      exiting = true;
+      // The primary's calls in flight are its workers: drained once the last of them is gone.
+      const drainedAt = performance.now();
+      void Promise.all([closeServer(adminServer), sweeper?.stop(), providers.close()])
         .then(() => store?.close())
         .finally(() => {
           resolve();
-          process.exit(exitCode);
+          exitStopped(exitCode, signalledAt, drainedAt);
         });
     };
     const giveUp = (why: string): void => {
@@ -280,7 +348,7 @@ function runPrimary(workers: number, config: Config, plan: StorePlan, admin: Adm
       while (exits[0]! < now - 60_000) exits.shift();
       if (exits.length > RESTARTS_PER_MINUTE) return giveUp(`workers exited ${exits.length} times within a minute; stopping`);
       // A worker that died unexpectedly is replaced so the gateway keeps its capacity.
-      cluster.fork();
+      cluster.fork(workerEnv);
     });
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);

@@ -1,6 +1,6 @@
 import { redisUrlProblem } from '../config/load.js';
 import { openMigrationSource, openMigrationTarget, type StoreDump } from '../store/store.js';
-import { configFrom, dataDirFrom, parse, UsageError } from './common.js';
+import { configFrom, dataDirFrom, parse, storeMustExist, UsageError } from './common.js';
 import { STORE_USAGE } from './usage-text.js';
 
 /**
@@ -13,7 +13,7 @@ import { STORE_USAGE } from './usage-text.js';
  */
 export async function storeCommand(sub: string | undefined, args: string[]): Promise<void> {
   const { values } = parse(args, { to: { type: 'string' }, force: { type: 'boolean' } }, 0);
-  if (values.help || sub === undefined || sub === 'help' || sub === '--help' || sub === '-h') {
+  if (sub === undefined || sub === 'help') {
     process.stdout.write(`${STORE_USAGE}\n`);
     return;
   }
@@ -22,8 +22,12 @@ export async function storeCommand(sub: string | undefined, args: string[]): Pro
   if (to === undefined) throw new UsageError('store migrate needs --to redis://host:port');
   const problem = redisUrlProblem(to);
   if (problem !== null) throw new UsageError(`--to ${problem}`);
+  // The source is the LMDB store of --data: --redis would name a second Redis, not a source.
+  if (values.redis !== undefined) throw new UsageError('store migrate copies the LMDB store of --data into --to; it takes no --redis');
   const config = configFrom(values);
-  const source = await openMigrationSource(dataDirFrom(values, config));
+  const dataDir = dataDirFrom(values, config);
+  storeMustExist({ backend: 'lmdb', dataDir });
+  const source = await openMigrationSource(dataDir);
   let target: Awaited<ReturnType<typeof openMigrationTarget>> | null = null;
   try {
     target = await openMigrationTarget(to);

@@ -16,8 +16,9 @@ import { nextRequestId } from './request-id.js';
  * answer when the response before has ended but is not yet flushed (a pipelined request after
  * a refused one), losing that response's unsent bytes; here the answer follows it instead.
  * Each answer is counted in the metrics and written to the access log like any other.
+ * `extraHeader`: a header every answer of this server carries (`x-tollgate-mock`).
  */
-export function clientErrorHandler(observer: Observer): (err: NodeJS.ErrnoException, socket: Duplex) => void {
+export function clientErrorHandler(observer: Observer, extraHeader?: readonly [string, string]): (err: NodeJS.ErrnoException, socket: Duplex) => void {
   return (err, socket) => {
     // `_httpMessage` is the response in progress on this socket, as Node's default handler reads it.
     const inProgress = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
@@ -28,7 +29,7 @@ export function clientErrorHandler(observer: Observer): (err: NodeJS.ErrnoExcept
     }
     const code = codeFor(err);
     const requestId = nextRequestId();
-    socket.end(rawErrorResponse(code, requestId), 'latin1');
+    socket.end(rawErrorResponse(code, requestId, extraHeader), 'latin1');
     // Close once the answer is flushed, whatever the client keeps sending.
     (socket as Duplex & { destroySoon?: () => void }).destroySoon?.();
     observer.refused(requestId, GATEWAY_ERRORS[code][0], code);

@@ -120,9 +120,10 @@ export function sendErrorNotToRetry(res: ServerResponse, code: GatewayErrorCode,
  * bare socket because Node has no response object to give (its parser refused the request). The
  * connection is closed after it: the stream of requests on it can no longer be trusted.
  */
-export function rawErrorResponse(code: GatewayErrorCode, requestId: string): string {
+export function rawErrorResponse(code: GatewayErrorCode, requestId: string, extraHeader?: readonly [string, string]): string {
   const e = PREPARED.get(code)!;
   let head = `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\n`;
   for (let i = 0; i < e.headers.length; i += 2) head += `${e.headers[i]}: ${e.headers[i + 1]}\r\n`;
+  if (extraHeader !== undefined) head += `${extraHeader[0]}: ${extraHeader[1]}\r\n`;
   return `${head}x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${e.body.toString('latin1')}`;
 }

@@ -66,7 +66,7 @@ export class Observer {
   finish(call: Call, res: ServerResponse): void {
     const r = call.record;
     const status = res.headersSent ? res.statusCode : r?.status ?? CLIENT_CLOSED_REQUEST;
-    const code = call.code ?? codeOfRecord(r) ?? (status >= 400 ? 'upstream' : 'ok');
+    const code = call.code ?? codeOfRecord(r) ?? codeOfStatus(status, call.provider !== null);
     const durationSeconds = (performance.now() - call.startedAt) / 1000;
     const costNano = r?.costNano ?? 0;
     const stream = r?.stream ?? false;
@@ -123,6 +123,18 @@ export class Observer {
 }
 
 const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * The `code` of an answer with no code of the gateway's own and no failed record: `ok` below
+ * 400; `client_gone` when the client left before any answer (499); `upstream` for the
+ * provider's own error status, passed on. Every refusal of the gateway notes its own code, so
+ * a status of 400 or more from a call never forwarded says a route forgot to: `unlabelled`.
+ */
+function codeOfStatus(status: number, forwarded: boolean): string {
+  if (status < 400) return 'ok';
+  if (status === CLIENT_CLOSED_REQUEST) return 'client_gone';
+  return forwarded ? 'upstream' : 'unlabelled';
+}
 
 /** A metered call's outcome as a `code` label: the provider's failures are `upstream`. */
 function codeOfRecord(r: UsageRecord | null): string | null {

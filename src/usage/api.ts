@@ -4,6 +4,7 @@ import { CORS_RESPONSE_HEADERS, withRequestId } from '../http/headers.js';
 import { formatUsd } from '../money.js';
 import type { UsageStore } from '../domain/interfaces.js';
 import type { Account, KeyRecord, UsageRecord } from '../domain/types.js';
+import { noteCode } from '../observe/call.js';
 
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 500;
@@ -125,6 +126,8 @@ function decodeCursor(cursor: string): [number, string] | undefined {
 }
 
 function badQuery(res: ServerResponse, requestId: string, message: string): void {
+  // Counted and logged as what it is, the gateway's refusal of the query.
+  noteCode(res, 'invalid_query');
   res.writeHead(400, withRequestId(USAGE_HEADERS, requestId));
   res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: 'invalid_query', param: null } }));
 }

@@ -38,8 +38,12 @@ function el(tag, props, ...kids) {
       else e.setAttribute(name, v === true ? '' : String(v));
     }
   }
-  for (const kid of kids) if (kid !== null && kid !== undefined && kid !== false) e.append(kid);
-  return e;
+  return put(e, ...kids);
+}
+/** Appends what is there: a left-out part (null, undefined, false) is skipped, never shown as text ("null"). */
+function put(node, ...kids) {
+  for (const kid of kids) if (kid !== null && kid !== undefined && kid !== false) node.append(kid);
+  return node;
 }
 function svg(tag, attrs, ...kids) {
   const e = document.createElementNS(SVG_NS, tag);
@@ -172,7 +176,7 @@ function drawLeft(k, daily) {
   if (k.mode === 'credit') {
     const today = daily.length > 0 ? daily[daily.length - 1].costNanoUsd : 0;
     $('left-title').textContent = 'Balance';
-    box.append(
+    put(box,
       el('p', { class: 'big', id: 'balance' }, usd(k.balanceUsd), ' ', el('span', { class: 'unit', text: k.balanceNanoUsd < 0 ? 'overdrawn' : 'left' })),
       ...heldLine(k.heldNanoUsd > 0 ? usd(k.heldUsd) : null),
       k.balanceNanoUsd < 0 ? el('p', { id: 'debt', class: 'debt' }, 'This key owes ' + usdNano(-k.balanceNanoUsd) +
@@ -185,7 +189,7 @@ function drawLeft(k, daily) {
     const share = k.budgetTokens > 0 ? k.usedTokens / k.budgetTokens : 1;
     const pct = (share * 100).toFixed(share > 0 && share < 0.001 ? 2 : 1) + '%';
     const over = k.overdraftTokens || 0;
-    box.append(
+    put(box,
       over > 0
         ? el('p', { class: 'big', id: 'balance' }, fmtInt(over), ' ', el('span', { class: 'unit', text: 'tokens over budget' }))
         : el('p', { class: 'big', id: 'balance' }, fmtInt(k.remainingTokens), ' ', el('span', { class: 'unit', text: 'tokens left' })),
