@@ -22,7 +22,7 @@ import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/dom
 const N = Number(process.argv[2] ?? 200_000);
 const route: Route = { kind: 'inference', method: 'POST', surface: 'credit', endpoint: 'chat', upstreamPath: '/chat/completions' };
 const key = { prefix: 'gw_live_1a2b' } as KeyRecord;
-const record: UsageRecord = { at: Date.now(), callId: 'req_0123456789ab000001', requestId: 'req_0123456789ab000001', endpoint: 'chat', model: 'gpt-4o-mini', stream: false, status: 200, inputTokens: 12, outputTokens: 34, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 22200, tokensCharged: 46, error: null, estimated: false, clientGone: false, ...PLAIN_USAGE_DETAIL };
+const record: UsageRecord = { at: Date.now(), callId: 'req_0123456789ab000001', requestId: 'req_0123456789ab000001', endpoint: 'chat', model: 'gpt-4o-mini', stream: false, status: 200, inputTokens: 12, outputTokens: 34, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 22200, tokensCharged: 46, error: null, estimated: false, clientGone: false, ...PLAIN_USAGE_DETAIL, attempts: 1, credential: 'default' };
 
 class FakeResponse extends EventEmitter {
   headersSent = true;
@@ -44,7 +44,7 @@ async function run(observer: Observer): Promise<number> {
     noteRoute(res, route);
     noteKey(res, key);
     noteModel(res, 'gpt-4o-mini');
-    noteDispatch(res, 'openai');
+    noteDispatch(res, 'openai', 'default');
     expectRecord(res);
     noteFirstByte(res);
     noteRecord(res, record);

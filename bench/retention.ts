@@ -36,7 +36,7 @@ for (let i = 0; i < N; i += GROUP) {
     for (let j = 0; j < left; j++) {
       const n = i + j;
       const id = `req_0123456789ab${n.toString(36).padStart(6, '0')}`;
-      const r: UsageRecord = { at: start + Math.floor((n / N) * 30 * DAY), callId: id, requestId: id, endpoint: 'chat', model: 'gpt-4o-mini', stream: false, status: 200, inputTokens: 1200, outputTokens: 350, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 390000, tokensCharged: 1550, error: null, estimated: false, clientGone: false, ...PLAIN_USAGE_DETAIL };
+      const r: UsageRecord = { at: start + Math.floor((n / N) * 30 * DAY), callId: id, requestId: id, endpoint: 'chat', model: 'gpt-4o-mini', stream: false, status: 200, inputTokens: 1200, outputTokens: 350, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 390000, tokensCharged: 1550, error: null, estimated: false, clientGone: false, ...PLAIN_USAGE_DETAIL, attempts: 1, credential: 'default' };
       store.record(keys[n % KEYS]!, r, { nano: 390000, tokens: 0 }, { committed: () => { if (--left === 0) resolve(); } }, false);
     }
   });

@@ -10,9 +10,10 @@ import { unsupportedIn } from './formats/references.js';
 import { continuedResponses, isResponseId } from './formats/responses.js';
 import type { FormatAdapter } from './formats/types.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
-import { Exchange } from './forward/exchange.js';
+import { Exchange, type UpstreamRequest } from './forward/exchange.js';
 import { emptyList, ModelListing, modelListFormat, modelListPath, type ModelListFormat } from './forward/model-list.js';
-import { buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
+import { allCredentials, buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
+import type { Clock, Credential, NotInRotation } from './forward/rotation.js';
 import { bodyAtHand, readBody, REFUSED, TOO_LARGE, type RequestBody } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
 import { headRefusal } from './http/request-head.js';
@@ -25,12 +26,12 @@ import { log } from './log.js';
 import { holdFor } from './meter/hold.js';
 import { serveHealthz, serveReadyz, type Readiness } from './admin/health.js';
 import type { AccessLog } from './observe/access-log.js';
-import { CredentialRefusals } from './observe/credential-refusals.js';
+import { CredentialWatch } from './observe/credentials.js';
 import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
 import type { Metrics } from './observe/metrics.js';
 import { unpricedRefusal } from './meter/levers.js';
 import type { GatewayStore } from './domain/interfaces.js';
-import { PLAIN_USAGE_DETAIL, type HoldEitherWay, type KeyRecord, type UsageRecord } from './domain/types.js';
+import { PLAIN_USAGE_DETAIL, type HoldEitherWay, type KeyRecord, type ResponseOwner, type UsageRecord } from './domain/types.js';
 import { serveUsageApi } from './usage/api.js';
 import { serveUsagePage } from './usage/page.js';
 
@@ -44,8 +45,13 @@ export interface GatewayOptions {
   accessLog?: AccessLog | null;
   /** The providers are the built-in mock (`serve --mock`): every answer says so, `x-tollgate-mock: 1`. */
   mock?: boolean;
-  /** Where providers' refusals of the gateway's credential are noted (default: this process's own). */
-  credentialRefusals?: CredentialRefusals;
+  /** Where the credentials leaving and coming back into rotation are told (default: this process's own). */
+  credentialWatch?: CredentialWatch;
+  /**
+   * What every time-based rule of the providers' rotation reads (rests, the probes of credentials
+   * out of rotation, the retry budget): Date.now unless a test drives the time.
+   */
+  clock?: Clock;
 }
 
 export interface Gateway {
@@ -67,8 +73,16 @@ export interface Gateway {
  */
 export function createGateway(config: Config, store: GatewayStore, options: GatewayOptions = {}): Gateway {
   const routes = buildRoutes();
-  const upstreams = buildUpstreams(config, options.env);
+  const clock = options.clock ?? Date.now;
+  const credentialWatch = options.credentialWatch ?? new CredentialWatch(clock);
+  const upstreams = buildUpstreams(config, options.env ?? process.env, clock, credentialWatch);
+  credentialWatch.watch(() => {
+    const list: NotInRotation[] = [];
+    for (const upstream of upstreams.values()) upstream.rotation.notInRotation(list);
+    return list;
+  });
   options.metrics?.watchUpstreamQueues(() => queuedCalls(upstreams));
+  options.metrics?.watchCredentials(allCredentials(upstreams), clock);
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
   /** The ids (and aliases) of the catalogue's models whose provider has its credential: the only ones GET /models may list. */
@@ -78,9 +92,8 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   // This process owns the calls it forwards: a call left in flight by one that died is settled.
   void store.serveCalls();
   const { maxRequestBytes, maxJsonDepth, maxHeaderCount } = config.limits;
-  const credentialRefusals = options.credentialRefusals ?? new CredentialRefusals();
-  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null, credentialRefusals);
-  const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
+  const observer = new Observer(options.metrics ?? null, options.accessLog ?? null);
+  const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), notInRotation: () => credentialWatch.notInRotation() };
   const drain = new Drain();
   /** The largest body taken before its admission when it came whole with the request's head. */
   const earlyBodyLimit = Math.min(maxRequestBytes, EARLY_BODY_LIMIT);
@@ -127,11 +140,11 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     const hold = holdFor(call.format, model, call.levers, key.mode, facts, facts.raw.length, facts.stream, Date.now());
     // Decided by the hold, after step 10's switch and before the funds (previous_response_not_found).
     hold.previousResponses = continuedBy(call);
-    store.hold(key, requestId, hold, (refusal) => {
+    store.hold(key, requestId, hold, (refusal, continued) => {
       if (refusal !== null) return sendError(res, refusal, requestId);
       // The client left while the hold was placed: nothing goes out, nothing is billed.
       if (res.destroyed) return store.release(key, requestId);
-      forward(req, res, route, key, requestId, query, call, hold.at);
+      forward(req, res, route, key, requestId, query, call, hold.at, continued);
     });
   }
 
@@ -151,28 +164,33 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     return { facts, model, upstream, format, levers: requestLevers(format.levers, facts, req.headers) };
   }
 
-  /** Step 11, once the call is admitted and its hold placed: forwards it, metered. */
-  function forward(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, call: ServableCall, startedAt: number): void {
+  /**
+   * Step 11, once the call is admitted and its hold placed: forwards it, metered, with the
+   * credential its provider's rotation picks for the account and model — or, for a call that
+   * continues a stored response (`continued`, read by the hold), the credential that made it,
+   * and no other. When none may be sent to, the call is answered without a send.
+   */
+  function forward(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, call: ServableCall, startedAt: number, continued: ResponseOwner | null | undefined): void {
     const { facts, model, upstream, format } = call;
     try {
       // Streams must report usage; a body that does not ask for it is the one thing changed.
       const usageBody = format.streamUsageRequest?.(facts);
       const exchange = new Exchange(res, requestId, {
         store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
-        startedAt, levers: call.levers, request: facts, credential: upstream.credentialName,
+        startedAt, levers: call.levers, request: facts,
       }, clientStallMs);
+      const rotation = upstream.rotation;
+      const home = continued == null || continued.provider !== upstream.provider.name ? undefined : rotation.named(continued.credential);
+      const credential = home === undefined ? rotation.pick(key.account, model.id, 0) : rotation.pinned(home, model.id);
+      if (credential === null) return exchange.unsent(home === undefined ? rotation.lastRefusal(model.id) : rotation.refusalOf(home, model.id));
       const upstreamBody = usageBody ?? facts.raw;
-      const headers = upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults);
+      const headers = upstreamRequestHeaders(req.headers, credential.header, upstream.defaults);
       headers['content-length'] = String(upstreamBody.length);
-      noteDispatch(res, upstream.provider.name);
-      upstream.pool.dispatch({
-        path: upstream.provider.basePath + route.upstreamPath + query,
-        method: 'POST',
-        headers,
-        // A large body goes as its list of chunks: undici writes any iterable of Buffers
-        // (lib/core/request.js), though its types name only single-value bodies.
-        body: upstreamBody.forUpstream() as Buffer,
-      }, exchange);
+      // The body's bytes, taken once: every attempt sends the same Buffer (or list of Buffers:
+      // undici writes any iterable of Buffers, lib/core/request.js, though its types name only
+      // single-value bodies), never a copy per attempt.
+      const request: UpstreamRequest = { path: '', method: 'POST', headers, body: upstreamBody.forUpstream() as Buffer };
+      exchange.send(rotation, credential, request, route.upstreamPath + query, home === undefined);
     } catch (err) {
       store.release(key, requestId);
       failed(res, err);
@@ -207,13 +225,13 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
         token: holdFor(call.format, call.model, call.levers, 'token', facts, facts.raw.length, facts.stream, at),
       };
       hold.credit.previousResponses = hold.token.previousResponses = continuedBy(call);
-      store.admitHolding!(hash, route.surface!, requestId, hold, (key, refusal, retryAfter) => {
+      store.admitHolding!(hash, route.surface!, requestId, hold, (key, refusal, retryAfter, continued) => {
         if (key !== undefined) noteKey(res, key);
         if (refusal === null || refusal === 'model_not_allowed' || refusal === 'model_not_available' || refusal === 'previous_response_not_found') noteModel(res, facts.model);
         if (refusal !== null) return refused(res, refusal, requestId, retryAfter);
         // The client left while waiting: nothing goes out, nothing is billed.
         if (res.destroyed) return store.release(key!, requestId);
-        forward(req, res, route, key!, requestId, query, call, at);
+        forward(req, res, route, key!, requestId, query, call, at, continued);
       });
     } catch (err) {
       failed(res, err);
@@ -239,14 +257,18 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   function models(req: IncomingMessage, res: ServerResponse, key: KeyRecord, requestId: string): void {
     unmeteredSlot(res, key, requestId);
     const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
-    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, modelListFormat(upstream.provider));
-    noteDispatch(res, upstream.provider.name);
-    const listing = new ModelListing(res, requestId, key, upstream.provider, servedModels, clientStallMs);
+    const format = modelListFormat(upstream.provider);
+    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, format);
+    const rotation = upstream.rotation;
+    const credential = rotation.pick(key.account, '', 0);
+    if (credential === null) return new Exchange(res, requestId, null, clientStallMs).unsent(rotation.lastRefusal(null));
+    noteDispatch(res, upstream.provider.name, credential.name);
+    const listing = new ModelListing(res, requestId, key, format, rotation, credential, servedModels, clientStallMs);
     store.readModelSwitches((switches) => listing.switchesRead(switches));
-    upstream.pool.dispatch({
-      path: modelListPath(upstream.provider),
+    credential.pool.dispatch({
+      path: credential.basePath + modelListPath(format),
       method: 'GET',
-      headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
+      headers: upstreamRequestHeaders(req.headers, credential.header, upstream.defaults),
     }, listing);
   }
 
@@ -266,10 +288,11 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       if (failure) return sendError(res, 'store_unavailable', requestId);
       if (owner === undefined) return sendError(res, 'response_not_found', requestId);
       const upstream = upstreams.get(owner.provider);
-      // A provider (or credential) since removed from the config, or left without its secret, cannot be asked.
-      if (upstream === undefined || upstream.credentialName !== owner.credential || !upstream.usable) return sendError(res, 'response_not_found', requestId);
+      // A provider or credential since removed from the config, or left without its key, cannot be asked.
+      const home = upstream?.rotation.named(owner.credential);
+      if (upstream === undefined || home === undefined) return sendError(res, 'response_not_found', requestId);
       if (res.destroyed) return;
-      passThrough(req, res, requestId, upstream, route.method, route.upstreamPath + id + tail + query);
+      passThrough(req, res, requestId, upstream, home, route.method, route.upstreamPath + id + tail + query);
     });
   }
 
@@ -278,14 +301,18 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     if (key.concurrency !== null) res.once('close', () => store.release(key, requestId));
   }
 
-  /** Forwards a call neither billed nor listed to `upstream` (`path`: after its base path, query included). */
-  function passThrough(req: IncomingMessage, res: ServerResponse, requestId: string, upstream: Upstream, method: Route['method'], path: string): void {
-    noteDispatch(res, upstream.provider.name);
-    upstream.pool.dispatch({
-      path: upstream.provider.basePath + path,
-      method,
-      headers: upstreamRequestHeaders(req.headers, upstream.credential, upstream.defaults),
-    }, new Exchange(res, requestId, null, clientStallMs));
+  /**
+   * Forwards a call neither billed nor listed to `home`, the credential of `upstream` it must go
+   * to, and no other (`path`: after its base path, query included). When `home` may not be sent
+   * to (it rests, or is out of rotation), the call is answered without a send.
+   */
+  function passThrough(req: IncomingMessage, res: ServerResponse, requestId: string, upstream: Upstream, home: Credential, method: Route['method'], path: string): void {
+    const exchange = new Exchange(res, requestId, null, clientStallMs);
+    const rotation = upstream.rotation;
+    const credential = rotation.pinned(home, null);
+    if (credential === null) return exchange.unsent(rotation.refusalOf(home, null));
+    const request: UpstreamRequest = { path: '', method, headers: upstreamRequestHeaders(req.headers, credential.header, upstream.defaults) };
+    exchange.send(rotation, credential, request, path, false);
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -507,6 +534,7 @@ function internalErrorRecord(requestId: string, endpoint: UsageRecord['endpoint'
     inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
     costNano: credit ? 0 : null, tokensCharged: 0, error: 'internal_error', estimated: false, clientGone: false,
     ...PLAIN_USAGE_DETAIL,
+    attempts: 0, credential: null,
   };
 }
 

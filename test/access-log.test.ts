@@ -1,13 +1,13 @@
 /**
  * The access log: one JSON line per request on stdout with exactly interface.md's fields (then
- * whether and why the call's tokens were estimated),
- * agreeing with the traffic; never a key; `log.access: false` turns it off.
+ * whether and why the call's tokens were estimated, then the sends to the provider and the
+ * credential's name), agreeing with the traffic; never a key; `log.access: false` turns it off.
  */
 import t from 'tap';
 import { defaultConfig, post, startGateway, type Harness } from './helpers/harness.js';
 import { sendEveryOutcome } from './helpers/outcomes.js';
 
-const FIELDS = ['time', 'requestId', 'keyPrefix', 'surface', 'endpoint', 'model', 'status', 'code', 'stream', 'inputTokens', 'outputTokens', 'costUsd', 'tokensCharged', 'durationMs', 'clientGone', 'estimated', 'estimateReason'];
+const FIELDS = ['time', 'requestId', 'keyPrefix', 'surface', 'endpoint', 'model', 'status', 'code', 'stream', 'inputTokens', 'outputTokens', 'costUsd', 'tokensCharged', 'durationMs', 'clientGone', 'estimated', 'estimateReason', 'attempts', 'credential'];
 
 /** The access-log lines so far (stdout minus the start lines). */
 function lines(gw: Harness): any[] {
@@ -45,7 +45,7 @@ t.test('a metered call\'s line carries its request id, tokens and cost', async (
   t.match(line, {
     requestId: r.headers.get('x-request-id'), keyPrefix: k.prefix, surface: 'credit', endpoint: 'chat', model: 'gpt-4o-mini',
     status: 200, code: 'ok', stream: false, inputTokens: 1000, outputTokens: 100, costUsd: '0.000210', tokensCharged: 1100, clientGone: false,
-    estimated: false, estimateReason: null,
+    estimated: false, estimateReason: null, attempts: 1, credential: 'default',
   });
   t.type(line.durationMs, 'number');
   t.ok(Number.isFinite(Date.parse(line.time)), 'time is an ISO timestamp');
@@ -73,9 +73,9 @@ t.test('the hand-built line is the JSON of its fields, escaping included', async
   const base = {
     time: '2026-11-22T01:02:03.456Z', requestId: 'req_0123456789ab000001', keyPrefix: 'gw_live_1a2b', surface: 'credit', endpoint: 'chat', model: 'gpt-4o-mini',
     status: 200, code: 'ok', stream: true, inputTokens: 12, outputTokens: 34, costUsd: '0.000022', tokensCharged: 46, durationMs: 1.234, clientGone: false,
-    estimated: false, estimateReason: null,
+    estimated: false, estimateReason: null, attempts: 1, credential: 'org-a' as string | null,
   };
-  for (const line of [base, { ...base, keyPrefix: null, model: null, costUsd: null }, { ...base, estimated: true, estimateReason: 'usage_field_missing:usage.output_tokens' }, { ...base, model: 'we"ird\\\nmodel\u2028é', requestId: 'id with "quotes"' }]) {
+  for (const line of [base, { ...base, keyPrefix: null, model: null, costUsd: null, attempts: 0, credential: null }, { ...base, estimated: true, estimateReason: 'usage_field_missing:usage.output_tokens' }, { ...base, model: 'we"ird\\\nmodel\u2028é', requestId: 'id with "quotes"' }]) {
     const text = lineText(line);
     t.ok(text.endsWith('\n') && !text.slice(0, -1).includes('\n'), 'one line');
     t.same(JSON.parse(text), line, 'parses back to the same fields');

@@ -86,6 +86,19 @@ t.test('bad configurations: exit 2 before listening, stderr names the field path
     ['header limit as a string', configWith((c) => (c.limits = { maxHeaderBytes: '16k' })), /limits\.maxHeaderBytes/],
     ['no header field allowed', configWith((c) => (c.limits = { maxHeaderCount: 0 })), /limits\.maxHeaderCount/],
     ['header count as a fraction', configWith((c) => (c.limits = { maxHeaderCount: 50.5 })), /limits\.maxHeaderCount/],
+    ['a provider with both apiKeyEnv and credentials', configWith((c) => (c.providers.openai.credentials = [{ name: 'org-a', apiKeyEnv: 'OPENAI_API_KEY' }])), /providers\.openai\.apiKeyEnv: cannot be given with providers\.openai\.credentials/],
+    ['a credential name with capitals and a space', configWith((c) => {
+      delete c.providers.openai.apiKeyEnv;
+      c.providers.openai.credentials = [{ name: 'Org A', apiKeyEnv: 'OPENAI_API_KEY' }];
+    }), /providers\.openai\.credentials\[0\]\.name/],
+    ['a credential weight of 0', configWith((c) => {
+      delete c.providers.openai.apiKeyEnv;
+      c.providers.openai.credentials = [{ name: 'org-a', apiKeyEnv: 'OPENAI_API_KEY' }, { name: 'org-b', apiKeyEnv: 'OPENAI_API_KEY', weight: 0 }];
+    }), /providers\.openai\.credentials\[1\]\.weight/],
+    ['two credentials of one name', configWith((c) => {
+      delete c.providers.anthropic.apiKeyEnv;
+      c.providers.anthropic.credentials = [{ name: 'eu', apiKeyEnv: 'ANTHROPIC_API_KEY' }, { name: 'eu', apiKeyEnv: 'OPENAI_API_KEY' }];
+    }), /providers\.anthropic\.credentials\[1\]\.name/],
   ];
   const badJson = join(dir, 'broken.json');
   writeFileSync(badJson, '{ "providers": { ');

@@ -50,8 +50,19 @@ t.test('N calls of each outcome, then a scrape: every counter exact', async (t) 
   }
 
   const firstByte = seriesOf(all, 'tollgate_upstream_first_byte_seconds_count');
-  const forwarded = 1 + N * 6; // the rate-limited key's call, then per round: plain, stream, responses, 503, cut, models
-  t.equal(firstByte.reduce((s, x) => s + x.value, 0), forwarded, 'a first-byte time for every forwarded call');
+  // The rate-limited key's call, then per round: plain, stream, responses, the 503 (sent twice:
+  // retry.attempts 2, to the one credential), cut, models.
+  const forwarded = 1 + N * 7;
+  t.equal(firstByte.reduce((s, x) => s + x.value, 0), forwarded, 'a first-byte time for every send that was answered');
+
+  const attempts = new Map(seriesOf(all, 'tollgate_upstream_attempts_total').map((s) => [`${s.labels.provider}|${s.labels.credential}|${s.labels.outcome}`, s.value]));
+  const expected: Record<string, number> = {};
+  for (const provider of ['anthropic', 'openai']) for (const outcome of ['ok', 'status_429', 'status_5xx', 'connect_error', 'auth_error']) expected[`${provider}|default|${outcome}`] = 0;
+  expected['openai|default|ok'] = 1 + N * 4;
+  expected['openai|default|status_5xx'] = N * 2;
+  expected['anthropic|default|ok'] = N;
+  t.same(Object.fromEntries(attempts), expected, 'tollgate_upstream_attempts_total: every send by provider, credential and outcome, every series from the start');
+  t.same(Object.fromEntries(seriesOf(all, 'tollgate_upstream_credential_up').map((s) => [`${s.labels.provider}|${s.labels.credential}`, s.value])), { 'anthropic|default': 1, 'openai|default': 1 }, 'tollgate_upstream_credential_up: both in rotation (a 503 rests nothing)');
   t.same(firstByte.map((s) => s.labels.provider).sort(), ['anthropic', 'openai'], 'labelled by provider');
 
   const inflight = seriesOf(all, 'tollgate_inflight_requests');

@@ -170,6 +170,8 @@ export const OPENAPI = {
           toolCalls: { type: ['object', 'null'], additionalProperties: nonNegative, description: 'fee-bearing server tool calls by name' },
           serviceTier: { type: ['string', 'null'] }, speed: { type: ['string', 'null'] }, inferenceGeo: { type: ['string', 'null'] }, longContext: { type: 'boolean' },
           worstCase: { type: ['string', 'null'], description: 'what was charged at the price\'s highest rate because it has no rate for it (README, Prices)' },
+          attempts: { type: 'integer', minimum: 0, description: 'sends to the provider for this call, retries included (0: answered without a send; records made before credential pools: 1)' },
+          credential: { type: ['string', 'null'], description: 'the name (never the value) of the provider credential whose answer the client got, else of the last one sent to; null when none was' },
         },
       },
       DailyTotal: {

@@ -1,5 +1,5 @@
 import type { UsageStore } from '../domain/interfaces.js';
-import type { KeyRecord } from '../domain/types.js';
+import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import { formatUsd } from '../money.js';
 import { dailyRows, dayText, requestView, type DayRange } from '../usage/api.js';
 
@@ -26,7 +26,14 @@ export async function recordRows(store: UsageStore, key: KeyRecord, range: DayRa
   const records = await store.usageBetween(key, range.fromMs, range.toMs + DAY_MS, limit + 1);
   const truncated = records.length > limit;
   if (truncated) records.length = limit;
-  return { rows: records.map(requestView), truncated };
+  return { rows: records.map(operatorView), truncated };
+}
+
+/** A record as the operator sees it: the tenant's view, and the name of the provider credential that answered. */
+function operatorView(r: UsageRecord): Record<string, unknown> {
+  const view = requestView(r);
+  view.credential = r.credential;
+  return view;
 }
 
 /** Totals per key over the range: every key, those without calls at zero. */
@@ -66,6 +73,6 @@ const FORMULA_START = /^[=+\-@\t\r]/;
 const DECIMAL = /^[+-]?\d+(\.\d+)?$/;
 
 export const RECORD_COLUMNS = ['at', 'requestId', 'endpoint', 'model', 'stream', 'status', 'inputTokens', 'outputTokens', 'cachedInputTokens', 'cacheWriteTokens', 'reasoningTokens', 'costUsd', 'costNanoUsd', 'tokensCharged', 'error', 'estimated', 'clientGone',
-  'estimateReason', 'cacheWrite1hTokens', 'audioInputTokens', 'imageInputTokens', 'audioOutputTokens', 'imageOutputTokens', 'serviceTier', 'speed', 'inferenceGeo', 'longContext', 'worstCase'] as const;
+  'estimateReason', 'cacheWrite1hTokens', 'audioInputTokens', 'imageInputTokens', 'audioOutputTokens', 'imageOutputTokens', 'serviceTier', 'speed', 'inferenceGeo', 'longContext', 'worstCase', 'attempts', 'credential'] as const;
 export const DAILY_COLUMNS = ['day', 'requests', 'costUsd', 'costNanoUsd', 'tokens'] as const;
 export const TOTALS_COLUMNS = ['id', 'prefix', 'name', 'mode', 'requests', 'costUsd', 'costNanoUsd', 'tokens'] as const;

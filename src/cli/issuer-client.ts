@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Config } from '../config/types.js';
+import type { Config, Provider } from '../config/types.js';
 import { parseUsd } from '../money.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from '../issuer/input.js';
 import * as ops from '../issuer/operations.js';
@@ -50,7 +50,7 @@ export function localIssuer(store: GatewayStore, config: Config): IssuerClient {
     extend: (ref, expiresAt) => ops.extend(store, ref, expiresAt, actor),
     updateSettings: (ref, plan) => ops.updateSettings(store, ref, plan, actor),
     rotate: (ref) => ops.rotate(store, ref, actor),
-    listModels: async () => (await ops.listModels(store, config, {})).map(({ usable: _, ...m }) => ({ ...m, credentialEnv: config.models.get(m.id)!.provider.apiKeyEnv })),
+    listModels: async () => (await ops.listModels(store, config, {})).map(({ usable: _, ...m }) => ({ ...m, credentialEnv: credentialVariables(config.models.get(m.id)!.provider) })),
     setModel: (id, enabled) => ops.setModel(store, config, id, enabled, actor),
     disabledModels: async (models) => ops.disabledModels(store, config, models),
     audit: async (ref) => (await store.auditTrail(ref === undefined ? undefined : (await ops.resolveKeyRef(store, ref)).id)).map(ops.auditView),
@@ -153,4 +153,9 @@ export function remoteIssuer(base: string): IssuerClient {
     audit: async (ref) => call('GET', `/admin/v1/audit${ref === undefined ? '' : `?key=${await idOf(ref)}`}`),
     close: async () => undefined,
   };
+}
+
+/** The variables a provider's credentials are read from (one per credential of its pool), as the note names them. */
+function credentialVariables(provider: Provider): string {
+  return provider.credentials.map((c) => c.apiKeyEnv).join(', ');
 }

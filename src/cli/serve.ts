@@ -8,13 +8,13 @@ import type { Config } from '../config/types.js';
 import { createGateway } from '../server.js';
 import { log } from '../log.js';
 import { stdoutAccessLog } from '../observe/access-log.js';
-import { CredentialRefusals } from '../observe/credential-refusals.js';
+import { CredentialWatch, current } from '../observe/credentials.js';
+import type { NotInRotation } from '../forward/rotation.js';
 import { answerClusterMetricRequests, clusterMetrics, Metrics } from '../observe/metrics.js';
 import { offlineProviders, pointedAtMock, MOCK_PROVIDER_ENV } from '../mock/offline.js';
 import { configFrom, parse, storePlanFrom, UsageError, wholeNumber } from './common.js';
 import type { GatewayStore } from '../domain/interfaces.js';
 import { checkLmdbBinding, openStore, RetentionSweeper, type StorePlan } from '../store/store.js';
-import { SERVE_USAGE } from './usage-text.js';
 
 const SERVE_OPTIONS = {
   host: { type: 'string' },
@@ -83,8 +83,8 @@ export async function serveCommand(args: string[]): Promise<void> {
   const metrics = new Metrics();
   answerClusterMetricRequests(metrics);
   const accessLog = config.log.access ? stdoutAccessLog() : null;
-  const credentialRefusals = cluster.isWorker ? workerCredentialRefusals() : new CredentialRefusals();
-  const gateway = createGateway(config, store, { metrics, accessLog, credentialRefusals, env: providers.env, mock: providers.mock });
+  const credentialWatch = cluster.isWorker ? workerCredentialWatch() : new CredentialWatch();
+  const gateway = createGateway(config, store, { metrics, accessLog, credentialWatch, env: providers.env, mock: providers.mock });
   let adminServer: Server | null = null;
   let sweeper: RetentionSweeper | null = null;
   let stopping = false;
@@ -117,7 +117,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   else process.stdout.write(listeningLine(url, plan, 1, providers.mock));
 
   if (cluster.isPrimary && !stopping) {
-    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), credentialRefused: () => credentialRefusals.providers() };
+    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), notInRotation: () => credentialWatch.notInRotation() };
     adminServer = await openAdmin(admin, providers, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
     if (stopping) return void closeServer(adminServer);
     sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
@@ -162,35 +162,35 @@ function exitStopped(code: number, signalledAt: number, drainedAt: number): neve
   process.exit(code);
 }
 
-/** Messages between a cluster's workers and its primary about providers refusing the gateway's credential. */
-interface CredentialRefusalMessage {
-  /** worker → primary: the providers this worker sees refusing (on every change). */
-  credentialRefused?: readonly string[];
-  /** primary → workers: the providers any worker sees refusing. */
-  credentialRefusedInCluster?: readonly string[];
+/** Messages between a cluster's workers and its primary about the credentials not in rotation. */
+interface RotationMessage {
+  /** worker → primary: the credentials this worker has not in rotation (on every change). */
+  notInRotation?: readonly NotInRotation[];
+  /** primary → workers: what every worker has not in rotation. */
+  notInRotationInCluster?: readonly NotInRotation[];
 }
 
-/** A worker's refusals, told to its primary, and the cluster's, told back (for /readyz). */
-function workerCredentialRefusals(): CredentialRefusals {
-  const refusals = new CredentialRefusals(Date.now, (providers) => process.send?.({ credentialRefused: providers } satisfies CredentialRefusalMessage));
-  process.on('message', (message: CredentialRefusalMessage | null) => {
-    if (Array.isArray(message?.credentialRefusedInCluster)) refusals.seenElsewhere(message.credentialRefusedInCluster);
+/** A worker's watch, told to its primary, and the cluster's, told back (for /readyz). */
+function workerCredentialWatch(): CredentialWatch {
+  const watch = new CredentialWatch(Date.now, (list) => process.send?.({ notInRotation: list } satisfies RotationMessage));
+  process.on('message', (message: RotationMessage | null) => {
+    if (Array.isArray(message?.notInRotationInCluster)) watch.seenElsewhere(message.notInRotationInCluster);
   });
-  return refusals;
+  return watch;
 }
 
 /**
- * The primary's view of its workers' refusals: what each last said, until it exits; every
+ * The primary's view of its workers' rotation: what each last said, until it exits; every
  * change is told to every worker, so that /readyz says the same whichever worker answers it.
  */
-class ClusterCredentialRefusals {
-  private readonly byWorker = new Map<number, readonly string[]>();
+class ClusterCredentialWatch {
+  private readonly byWorker = new Map<number, readonly NotInRotation[]>();
 
-  heard(worker: Worker, message: (CredentialRefusalMessage & { listening?: string }) | null): void {
+  heard(worker: Worker, message: (RotationMessage & { listening?: string }) | null): void {
     // A worker that starts (or replaces one) is told what the others see at once.
-    if (message?.listening !== undefined && this.byWorker.size !== 0) worker.send({ credentialRefusedInCluster: this.providers() } satisfies CredentialRefusalMessage);
-    if (!Array.isArray(message?.credentialRefused)) return;
-    this.byWorker.set(worker.id, message.credentialRefused);
+    if (message?.listening !== undefined && this.byWorker.size !== 0) worker.send({ notInRotationInCluster: this.all() } satisfies RotationMessage);
+    if (!Array.isArray(message?.notInRotation)) return;
+    this.byWorker.set(worker.id, message.notInRotation);
     this.tell();
   }
 
@@ -198,12 +198,16 @@ class ClusterCredentialRefusals {
     if (this.byWorker.delete(workerId)) this.tell();
   }
 
-  providers(): string[] {
-    return [...new Set([...this.byWorker.values()].flat())].sort();
+  notInRotation(): NotInRotation[] {
+    return current(this.all(), Date.now());
+  }
+
+  private all(): NotInRotation[] {
+    return [...this.byWorker.values()].flat();
   }
 
   private tell(): void {
-    const message: CredentialRefusalMessage = { credentialRefusedInCluster: this.providers() };
+    const message: RotationMessage = { notInRotationInCluster: this.all() };
     for (const worker of Object.values(cluster.workers ?? {})) {
       if (worker?.isConnected()) worker.send(message);
     }
@@ -222,13 +226,24 @@ export function catalogueLine(config: Config): string {
   return `tollgate serves ${n} model${n === 1 ? '' : 's'}${parts.length === 0 ? '' : `: ${parts.join(', ')}`}`;
 }
 
-/** Providers whose credential variable is unset: named once at start-up; their models answer model_not_available. */
+/**
+ * Credentials whose variable is unset: named once at start-up. Such a credential is left out of
+ * its provider's pool; a provider left with none answers model_not_available for its models.
+ */
 function warnUnusableProviders(config: Config): void {
   for (const provider of config.providers.values()) {
-    if (!process.env[provider.apiKeyEnv]) {
+    const missing = provider.credentials.filter((c) => !process.env[c.apiKeyEnv]);
+    if (missing.length === provider.credentials.length) {
       log('warn', 'provider_credential_missing', {
-        provider: provider.name, env: provider.apiKeyEnv,
+        provider: provider.name, env: provider.credentials.map((c) => c.apiKeyEnv).join(','),
         consequence: 'its models answer model_not_available until the variable is set and the server restarted',
+      });
+      continue;
+    }
+    for (const c of missing) {
+      log('warn', 'provider_credential_missing', {
+        provider: provider.name, credential: c.name, env: c.apiKeyEnv,
+        consequence: 'this credential is left out of the provider\'s pool until the variable is set and the server restarted',
       });
     }
   }
@@ -283,13 +298,13 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
     let adminServer: Server | null = null;
     let sweeper: RetentionSweeper | null = null;
     const metrics = clusterMetrics();
-    const credentialRefusals = new ClusterCredentialRefusals();
+    const credentialWatch = new ClusterCredentialWatch();
     // A worker of the single binary (a Node.js SEA) is started as `EXECUTABLE EXEC ARGS…` but sees
     // the executable's path once more before EXEC, so EXEC must be the first argument itself.
     if (isSea()) cluster.setupPrimary({ exec: process.argv[2]!, args: process.argv.slice(3) });
     for (let i = 0; i < workers; i++) cluster.fork(workerEnv);
-    cluster.on('message', (worker, message: { listening?: string } & CredentialRefusalMessage) => {
-      credentialRefusals.heard(worker, message);
+    cluster.on('message', (worker, message: { listening?: string } & RotationMessage) => {
+      credentialWatch.heard(worker, message);
       if (message?.listening && ++listening === workers && !announced) {
         announced = true;
         process.stdout.write(listeningLine(message.listening, plan, workers, providers.mock));
@@ -302,7 +317,7 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
             draining: () => stopping,
             storeAnswers: () => s.answers(),
             notReady: () => (Object.keys(cluster.workers ?? {}).length === 0 ? 'no_workers' : null),
-            credentialRefused: () => credentialRefusals.providers(),
+            notInRotation: () => credentialWatch.notInRotation(),
           };
           return openAdmin(admin, providers, s, metrics, readiness).then((server) => {
             adminServer = server;
@@ -338,7 +353,7 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
       stop();
     };
     cluster.on('exit', (worker, code, signal) => {
-      credentialRefusals.exited(worker.id);
+      credentialWatch.exited(worker.id);
       if (stopping) return exitWhenAllGone();
       log('error', 'worker_exited', { pid: worker.process.pid, code, signal });
       // A worker that cannot start (port taken, data directory unusable) would fail again.

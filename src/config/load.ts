@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { feePerCallNano, multiplierPermille, multiplyUp, pricePerTokenNano } from '../money.js';
 import { STANDARD_GEOS, STANDARD_SPEEDS, STANDARD_TIERS, TIER_SYNONYMS } from '../formats/levers.js';
 import { DEFAULT_CONFIG } from './defaults.js';
-import { ENDPOINTS, ONE, RATE_KINDS, type Config, type Endpoint, type LeverRates, type Limits, type Model, type Permille, type PriceNano, type Provider, type RateKind, type Rates, type RawConfig } from './types.js';
+import { ENDPOINTS, ONE, RATE_KINDS, type Config, type Endpoint, type LeverRates, type Limits, type Model, type Permille, type PriceNano, type Provider, type ProviderCredential, type RateKind, type Rates, type RawConfig } from './types.js';
 
 /** A configuration that cannot be used; the message names the offending field's path. */
 export class ConfigError extends Error {
@@ -71,29 +71,89 @@ function integer(v: Json, path: string, min: number, max: number): number {
   return v;
 }
 
+/** An http(s) base URL: its origin (for a connection pool) and its path prefix, trailing slashes cut. */
+function baseUrl(v: Json, path: string): { origin: string; basePath: string } {
+  const text = string(v, path);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(path, 'must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(path, 'must be an http or https URL');
+  if (url.search || url.hash) throw new ConfigError(path, 'must not carry a query or fragment');
+  return { origin: url.origin, basePath: url.pathname.replace(/\/+$/, '') };
+}
+
+function envName(v: Json, path: string): string {
+  const name = string(v, path);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError(path, 'must be an environment variable name');
+  return name;
+}
+
+/** The name of a provider's one credential when it sets `apiKeyEnv` alone. */
+export const DEFAULT_CREDENTIAL = 'default';
+/** Credentials per provider: a call's tried credentials are a 32-bit set (forward/rotation.ts). */
+const MAX_CREDENTIALS = 32;
+const CREDENTIAL_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+export const DEFAULT_RETRY = { attempts: 2, budgetMs: 10_000 };
+
 function compileProvider(name: string, raw: Json): Provider {
   const path = `providers.${name}`;
   const p = object(raw, path);
-  onlyFields(p, path, ['baseUrl', 'auth', 'apiKeyEnv', 'region']);
-  const baseUrl = string(p.baseUrl, `${path}.baseUrl`);
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new ConfigError(`${path}.baseUrl`, 'must be an absolute http(s) URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${path}.baseUrl`, 'must be an http or https URL');
-  if (url.search || url.hash) throw new ConfigError(`${path}.baseUrl`, 'must not carry a query or fragment');
+  onlyFields(p, path, ['baseUrl', 'auth', 'apiKeyEnv', 'credentials', 'retry', 'region']);
+  const base = baseUrl(p.baseUrl, `${path}.baseUrl`);
   if (p.auth !== 'bearer' && p.auth !== 'x-api-key') throw new ConfigError(`${path}.auth`, 'must be "bearer" or "x-api-key"');
-  const apiKeyEnv = string(p.apiKeyEnv, `${path}.apiKeyEnv`);
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(apiKeyEnv)) throw new ConfigError(`${path}.apiKeyEnv`, 'must be an environment variable name');
-  let region = REGIONAL_HOST.exec(url.hostname)?.[1] ?? null;
+  let credentials: ProviderCredential[];
+  if (p.credentials === undefined) {
+    if (p.apiKeyEnv === undefined) throw new ConfigError(`${path}.apiKeyEnv`, 'is required (the variable holding the provider\'s credential), unless credentials lists several');
+    credentials = [{ name: DEFAULT_CREDENTIAL, apiKeyEnv: envName(p.apiKeyEnv, `${path}.apiKeyEnv`), ...base, weight: 1 }];
+  } else {
+    if (p.apiKeyEnv !== undefined) throw new ConfigError(`${path}.apiKeyEnv`, `cannot be given with ${path}.credentials: a pool names each credential's variable in its entry (apiKeyEnv alone is a pool of one named "${DEFAULT_CREDENTIAL}")`);
+    credentials = compileCredentials(p.credentials, `${path}.credentials`, base);
+  }
+  let region = REGIONAL_HOST.exec(new URL(base.origin).hostname)?.[1] ?? null;
   if (p.region !== undefined) {
     const given = string(p.region, `${path}.region`);
     if (!NAME.test(given)) throw new ConfigError(`${path}.region`, 'a region is lower-case letters, digits and _ (eu, us), or "global"');
     region = given === 'global' ? null : given;
   }
-  return { name, origin: url.origin, basePath: url.pathname.replace(/\/+$/, ''), auth: p.auth, apiKeyEnv, region };
+  return { name, ...base, auth: p.auth, credentials, retry: compileRetry(p.retry, `${path}.retry`), region };
+}
+
+function compileCredentials(raw: Json, path: string, base: { origin: string; basePath: string }): ProviderCredential[] {
+  if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_CREDENTIALS) throw new ConfigError(path, `must be a list of 1 to ${MAX_CREDENTIALS} credentials ({ "name", "apiKeyEnv", "baseUrl"?, "weight"? })`);
+  const names = new Set<string>();
+  return raw.map((entry, i) => {
+    const at = `${path}[${i}]`;
+    const c = object(entry, at);
+    onlyFields(c, at, ['name', 'apiKeyEnv', 'baseUrl', 'weight']);
+    const name = string(c.name, `${at}.name`);
+    if (!CREDENTIAL_NAME.test(name)) throw new ConfigError(`${at}.name`, 'must be 1 to 63 lower-case letters, digits, - and _, beginning with a letter or digit (it is shown in logs, metrics and records)');
+    if (names.has(name)) throw new ConfigError(`${at}.name`, `"${name}" names another credential of this provider already`);
+    names.add(name);
+    return {
+      name,
+      apiKeyEnv: envName(c.apiKeyEnv, `${at}.apiKeyEnv`),
+      ...(c.baseUrl === undefined ? base : baseUrl(c.baseUrl, `${at}.baseUrl`)),
+      weight: c.weight === undefined ? 1 : integer(c.weight, `${at}.weight`, 1, 1_000_000),
+    };
+  });
+}
+
+function compileRetry(raw: Json, path: string): Provider['retry'] {
+  if (raw === undefined) return DEFAULT_RETRY;
+  const r = object(raw, path);
+  onlyFields(r, path, ['attempts', 'budgetMs']);
+  return {
+    attempts: r.attempts === undefined ? DEFAULT_RETRY.attempts : integer(r.attempts, `${path}.attempts`, 1, 10),
+    budgetMs: r.budgetMs === undefined ? DEFAULT_RETRY.budgetMs : integer(r.budgetMs, `${path}.budgetMs`, 0, 600_000),
+  };
+}
+
+/** Whether any credential of `provider` has its variable set (a provider without one is never called). */
+export function hasCredential(provider: Provider, env: NodeJS.ProcessEnv): boolean {
+  return provider.credentials.some((c) => Boolean(env[c.apiKeyEnv]));
 }
 
 /** OpenAI's regional hosts (`eu.api.openai.com`): the region is the first label. */

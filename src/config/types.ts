@@ -7,7 +7,10 @@ export type ProviderAuth = 'bearer' | 'x-api-key';
 export interface RawProvider {
   baseUrl: string;
   auth: ProviderAuth;
-  apiKeyEnv: string;
+  /** The one credential's variable (a pool of one named `default`); or `credentials`, never both. */
+  apiKeyEnv?: string;
+  credentials?: RawCredential[];
+  retry?: { attempts?: number; budgetMs?: number };
   /**
    * The data-residency region the provider processes calls in (OpenAI's regional processing,
    * chosen by the host: `eu.api.openai.com` is `eu`). Defaults to `R` for a base URL on
@@ -16,6 +19,8 @@ export interface RawProvider {
    */
   region?: string;
 }
+/** One key of a provider's credential pool. */
+export interface RawCredential { name: string; apiKeyEnv: string; baseUrl?: string; weight?: number }
 /** Rates in USD per million tokens, as configured. */
 export interface RawRates {
   input: number;
@@ -195,7 +200,29 @@ export interface Provider {
   /** Path prefix of the provider's API ("/v1"), prepended to the client's path after the surface. */
   basePath: string;
   auth: ProviderAuth;
+  /** Its credential pool, in the file's order (`apiKeyEnv` alone: one credential named `default`). */
+  credentials: readonly ProviderCredential[];
+  /** How a refused call is sent again (forward/attempts.ts). */
+  retry: RetryPolicy;
+}
+
+/** One credential of a provider: its own key, and its own base URL (another organisation or region). */
+export interface ProviderCredential {
+  /** Its name in logs, metrics, records and /readyz (never its value). */
+  name: string;
   apiKeyEnv: string;
+  /** Its base URL's origin and path: the provider's unless the credential sets its own `baseUrl`. */
+  origin: string;
+  basePath: string;
+  /** Its share of the calls, a positive integer (default 1). */
+  weight: number;
+}
+
+export interface RetryPolicy {
+  /** Sends in all per call, the first included. */
+  attempts: number;
+  /** The time from the first send within which the others may go. */
+  budgetMs: number;
 }
 
 export interface Model {

@@ -15,12 +15,19 @@ import type { Account, AuditEntry, Charge, DailyTotals, Hold, HoldEitherWay, Key
 
 /**
  * Told the outcome of steps 3–7: the key (undefined when unknown) and null when admitted,
- * else the refusal, with the seconds a 429 carries in `retry-after`.
+ * else the refusal, with the seconds a 429 carries in `retry-after`. After `admitHolding`, an
+ * admitted call that continues stored responses is told where the last of them lives
+ * (`continued`, as by HoldListener).
  */
-export type AdmissionListener = (key: KeyRecord | undefined, refusal: Refusal | null, retryAfter: number) => void;
+export type AdmissionListener = (key: KeyRecord | undefined, refusal: Refusal | null, retryAfter: number, continued?: ResponseOwner | null) => void;
 
-/** Told whether a hold was placed (null) or why not. */
-export type HoldListener = (refusal: Refusal | null) => void;
+/**
+ * Told whether a hold was placed (null) or why not; when placed for a call that continues
+ * stored responses (Hold.previousResponses), the owner record of the last one it names (the one
+ * a provider reads), so that the call goes to the credential that made it without a read of its
+ * own; null otherwise.
+ */
+export type HoldListener = (refusal: Refusal | null, continued: ResponseOwner | null) => void;
 
 /** Told when a queued record is committed (and durable as the backend's settings make it). */
 export interface CommitListener { committed(error: unknown): void }

@@ -57,6 +57,8 @@ export function interruptedRecord(call: InterruptedCall, credit: boolean): Usage
     status: INTERRUPTED_STATUS, inputTokens: call.inputTokens, outputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
     costNano: credit ? call.charge : null, tokensCharged: credit ? 0 : call.charge, error: 'interrupted', estimated: true, clientGone: false,
     ...PLAIN_USAGE_DETAIL, estimateReason: 'interrupted',
+    // Its process died with it: how many sends it took, and with which credential, died too.
+    attempts: 1, credential: null,
   };
 }
 

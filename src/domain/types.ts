@@ -100,6 +100,11 @@ export interface UsageRecord {
   worstCase: string | null;
   /** Priced at the model's long-context rates. */
   longContext: boolean;
+  // ── kept since providers have credential pools (older records: 1 / null) ──
+  /** Sends to the provider for this call, retries included (0: answered without a send). */
+  attempts: number;
+  /** The name (never the value) of the provider credential whose answer the client got, else of the last one sent to; null when none was. */
+  credential: string | null;
 }
 
 /** The token-kind and pricing fields of a record that used none of the special kinds. */

@@ -8,12 +8,14 @@ import { UsageChunkFilter } from '../formats/usage-chunk-filter.js';
 import { sendError, sendErrorNotToRetry } from '../http/errors.js';
 import { clientResponseHeaders, pickUpstreamHeaders } from '../http/headers.js';
 import { log } from '../log.js';
-import { expectRecord, noteCredentialAccepted, noteCredentialRefused, noteFirstByte, noteRecord } from '../observe/call.js';
+import { expectRecord, noteDispatch, noteFirstByte, noteRecord } from '../observe/call.js';
 import { chargeFor, usageDetail } from '../meter/charge.js';
 import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
 import type { CommitListener, Ledger } from '../domain/interfaces.js';
 import type { KeyRecord, UsageRecord } from '../domain/types.js';
+import { retriedStatus, retryAfterMs } from './retry.js';
+import { UNAUTHENTICATED, UNREACHABLE, type Credential, type KeptAnswer, type Refusal, type Rotation } from './rotation.js';
 import { notePassed } from './young-gc.js';
 
 /** What a metered call needs besides the response: who pays, for what, at which price. */
@@ -37,8 +39,18 @@ export interface Metering {
   startedAt: number;
   /** The price levers the request pulls (tool calls it implies are part of its usage). */
   levers: RequestLevers;
-  /** The name of the provider credential the call goes out with (recorded with a response it makes). */
-  credential: string;
+}
+
+/**
+ * A call's request to the provider, as undici takes it: sent again as it is on a retry, the same
+ * body bytes each time (a Buffer, or a list of Buffers undici iterates anew), with only its
+ * path (the credential's base path) and the credential header set for each send.
+ */
+export interface UpstreamRequest {
+  path: string;
+  method: 'GET' | 'POST' | 'DELETE';
+  headers: Record<string, string>;
+  body?: Buffer;
 }
 
 /** How a call ended, for its usage record. */
@@ -91,6 +103,12 @@ function onStall(exchange: Exchange): void {
  * treated as gone (its connection destroyed; the call ends as a client-gone call), so a
  * provider connection is never paused longer than that for a client that stopped reading.
  *
+ * Attempts: the same handler serves every send of the call (forward/retry.ts says when there is
+ * another; the provider's rotation which credential). A refusal that may be retried is an error
+ * status, whose answer is held like any plain answer, so nothing of it has reached the client
+ * when its end decides; a retried answer is kept until another attempt answers, for the client
+ * should no later attempt reach a provider.
+ *
  * Completion: the charge and the usage record are committed before the response is ended, so a
  * response that reached the client in full is always billed.
  * Every path ends in exactly one usage record: complete, provider error, cut, unreachable, or
@@ -102,16 +120,21 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   private resumeUpstream: (() => void) | null = null;
   private tap: UsageTap | null = null;
   private filter: UsageChunkFilter | null = null;
+  /** The status of the answer the client is to get (the latest attempt's that had a head). */
   private status = 0;
   private streamed = false;
+  private contentType: string | undefined;
   private responseHeaders: string[] | null = null;
   /** A plain answer's chunks, held until its record is committed (null once streaming). */
   private held: Buffer[] | null = null;
   private heldBytes = 0;
   private upstreamRequestId: string | undefined;
+  /** Some attempt's head arrived (other than a 401): its answer is the one the client may get. */
   private headersReceived = false;
-  /** The provider answered 401: it refused the gateway's own credential (see onHeaders). */
+  /** The provider answered this attempt 401: it refused the gateway's own credential (see onHeaders). */
   private credentialRefused = false;
+  /** Some attempt was answered 401 (the client gets the gateway's 502, not to be retried, if no other answered). */
+  private anyCredentialRefused = false;
   private settled = false;
   private finish = Finish.End;
   private clientGone = false;
@@ -123,6 +146,31 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   private blocked = false;
   private stallTimer: NodeJS.Timeout | null = null;
   private readonly flushTurn = (): void => this.flush();
+
+  // ── the attempts ────────────────────────────────────────────────────────
+  /** The provider's credentials; null until the call is sent. */
+  private rotation: Rotation | null = null;
+  /** The credential of the current attempt. */
+  private credential: Credential | null = null;
+  /** The credential whose answer the client is to get. */
+  private answeredBy: Credential | null = null;
+  private request: UpstreamRequest | null = null;
+  /** The request's path after the credential's base path. */
+  private path = '';
+  /** Another credential may be tried (false for calls that must go where their object lives). */
+  private retries = false;
+  /** Sends so far; of them, probes of credentials out of rotation (not counted against retry.attempts). */
+  private attempts = 0;
+  private probes = 0;
+  /** The credentials sent to (Credential.bit). */
+  private tried = 0;
+  private firstSentAt = 0;
+  /** The current attempt's request was written whole (undici's onRequestSent). */
+  private requestSent = false;
+  /** The current attempt's head arrived. */
+  private attemptAnswered = false;
+  /** The current attempt's 429: its `retry-after` in ms (-1: none). */
+  private retryAfter = -1;
 
   constructor(
     private readonly res: ServerResponse,
@@ -141,40 +189,144 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     if (metering !== null) expectRecord(res);
   }
 
+  // ── sending ─────────────────────────────────────────────────────────────
+
+  /**
+   * Sends the call with `credential` (chosen by `rotation`); `path` goes after the credential's
+   * base path. With `retries`, a refused attempt may be sent again (metered calls only).
+   */
+  send(rotation: Rotation, credential: Credential, request: UpstreamRequest, path: string, retries: boolean): void {
+    this.rotation = rotation;
+    this.request = request;
+    this.path = path;
+    this.retries = retries && this.metering !== null;
+    this.firstSentAt = rotation.now();
+    this.dispatch(credential);
+  }
+
+  /**
+   * Answers the call without a send: no credential may be sent to (every one rests or is out),
+   * so the client gets the refusal that rested the last of them (or the gateway's 502).
+   */
+  unsent(refusal: Refusal): void {
+    this.settled = true;
+    const m = this.metering;
+    if (refusal === UNAUTHENTICATED) return this.refused(m, Finish.CredentialRefused);
+    if (refusal === UNREACHABLE) return this.unreachable(m);
+    this.status = refusal.status;
+    this.headersReceived = true;
+    this.contentType = refusal.contentType;
+    this.responseHeaders = clientResponseHeaders({ contentType: refusal.contentType, requestId: undefined }, this.requestId, false);
+    this.held = [refusal.body];
+    this.heldBytes = refusal.body.length;
+    this.ended();
+  }
+
+  /**
+   * Takes over an attempt already under way, from its head on (GET /models hands over an answer
+   * other than its list).
+   */
+  takeOver(rotation: Rotation, credential: Credential, abort: (err?: Error) => void): void {
+    this.rotation = rotation;
+    this.credential = credential;
+    this.attempts = 1;
+    this.requestSent = true;
+    this.abortUpstream = abort;
+  }
+
+  private dispatch(credential: Credential): void {
+    this.credential = credential;
+    this.attempts++;
+    if (credential.out !== null) this.probes++;
+    this.tried |= credential.bit;
+    this.requestSent = false;
+    this.attemptAnswered = false;
+    this.credentialRefused = false;
+    this.abortUpstream = null;
+    this.resumeUpstream = null;
+    const request = this.request!;
+    request.path = credential.basePath + this.path;
+    request.headers[credential.header[0]] = credential.header[1];
+    noteDispatch(this.res, credential.provider, credential.name);
+    credential.pool.dispatch(request, this);
+  }
+
+  /**
+   * After an attempt refused or not answered: sends the call again when retry.ts's rules and
+   * the provider's `retry` allow, to another credential in rotation if there is one, else to the
+   * same; true when it did. Only while nothing of an answer has reached the client (a refusal's
+   * answer is held, never streamed) and the client is still there.
+   */
+  private sendAgain(): boolean {
+    const m = this.metering;
+    if (!this.retries || m === null || this.clientGone || this.res.destroyed || this.res.headersSent) return false;
+    const rotation = this.rotation!;
+    const policy = m.model.provider.retry;
+    if (this.attempts - this.probes >= policy.attempts || rotation.now() - this.firstSentAt >= policy.budgetMs) return false;
+    const next = rotation.pick(m.key.account, m.model.id, this.tried);
+    if (next === null) return false;
+    // The attempt that ended is not to be resumed or aborted any more.
+    this.abortUpstream = null;
+    this.resumeUpstream = null;
+    // Sent from a fresh stack: this one is inside undici's handling of the attempt that ended.
+    process.nextTick(dispatchAgain, this, next);
+    return true;
+  }
+
+  /** For sendAgain's next tick. */
+  dispatchAgainNow(credential: Credential): void {
+    // The client may have left since: the call then ends with what the last attempt gave.
+    if (this.clientGone || this.res.destroyed) return this.ended();
+    this.dispatch(credential);
+  }
+
   // ── undici handler ──────────────────────────────────────────────────────
 
   onConnect(abort: (err?: Error) => void): void {
     this.abortUpstream = abort;
   }
 
+  onRequestSent(): void {
+    this.requestSent = true;
+  }
+
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true;
     this.resumeUpstream = resume;
+    this.attemptAnswered = true;
     noteFirstByte(this.res);
+    const credential = this.credential!;
     // A 401 is the provider refusing the gateway's own credential, never the client's key: the
-    // client gets the gateway's 502, not to be retried, and nothing of the provider's answer
-    // (whose message may quote part of the credential). Its body is read and dropped.
+    // credential leaves the rotation, and the client never sees the provider's answer (whose
+    // message may quote part of the credential): another credential's, or the gateway's 502,
+    // not to be retried. Its body is read and dropped.
     if (statusCode === 401) {
       this.credentialRefused = true;
-      noteCredentialRefused(this.res);
+      this.anyCredentialRefused = true;
+      this.rotation!.unauthenticated(credential);
       return true;
     }
-    if (statusCode < 300) noteCredentialAccepted(this.res);
+    const m = this.metering;
+    this.rotation!.answered(credential, m === null ? null : m.model.id, statusCode);
+    if (statusCode === 429) this.retryAfter = retryAfterMs(rawHeaders, this.rotation!.now());
     this.status = statusCode;
     this.headersReceived = true;
+    this.answeredBy = credential;
     const picked = pickUpstreamHeaders(rawHeaders);
     this.upstreamRequestId = picked.requestId;
+    this.contentType = picked.contentType;
     this.streamed = picked.contentType !== undefined && picked.contentType.startsWith('text/event-stream');
-    const m = this.metering;
     if (m !== null && statusCode < 300) {
       this.tap = new UsageTap(m.format, this.streamed, m.levers);
       if (this.streamed && m.stripUsageChunk) this.filter = new UsageChunkFilter();
     }
     this.responseHeaders = clientResponseHeaders(picked, this.requestId, this.streamed);
     if (this.streamed) {
+      this.held = null;
       if (!this.clientGone) this.res.writeHead(statusCode, this.responseHeaders);
     } else {
       this.held = [];
+      this.heldBytes = 0;
     }
     return true;
   }
@@ -233,6 +385,15 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   onComplete(): void {
     if (this.settled) return;
     this.flush();
+    if (this.credentialRefused || this.refusedHeld()) {
+      if (this.status === 429 && !this.credentialRefused) this.rotation!.rateLimited(this.credential!, this.metering?.model.id ?? null, this.retryAfter, this.keptAnswer());
+      if (this.sendAgain()) return;
+    }
+    this.ended();
+  }
+
+  /** The call's last attempt is over: it ends with the answer it has. */
+  private ended(): void {
     this.settled = true;
     this.clearGrace();
     if (this.filter !== null && !this.clientGone) {
@@ -240,7 +401,11 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       if (rest !== undefined) this.res.write(rest);
     }
     const m = this.metering;
-    if (this.credentialRefused) return this.refused(m, Finish.CredentialRefused);
+    // A 401 never shows: an earlier attempt's refusal does if there was one, else the gateway's 502.
+    if (!this.headersReceived) {
+      if (this.anyCredentialRefused) return this.refused(m, Finish.CredentialRefused);
+      return this.unreachable(m);
+    }
     if (m === null) return this.answer();
     const tap = this.tap;
     if (this.status >= 300 || tap === null) {
@@ -261,31 +426,56 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     if (this.settled) return;
     // What arrived before the error still goes out (and to the tap) before the outcome.
     this.flush();
-    this.settled = true;
-    this.clearGrace();
     const m = this.metering;
-    if (this.credentialRefused) return this.refused(m, this.graceExpired ? Finish.Nothing : Finish.CredentialRefused);
     if (this.graceExpired) {
+      this.settled = true;
       // We stopped the provider ourselves, long after the client left. A provider error is
       // never billed, however long its body took; otherwise bill what we saw (a Messages
       // stream's input usage is already final; its output is not).
       if (m === null) return;
-      if (this.headersReceived && this.status >= 300) {
+      if (this.credentialRefused) return this.refused(m, Finish.Nothing);
+      if (this.attemptAnswered && this.status >= 300) {
         this.commit(m, { usage: undefined, error: `upstream_status_${this.status}`, estimated: false }, Finish.Nothing);
       } else this.estimateAndCommit(m, Finish.Nothing, this.tap?.reading, 'client_gone');
       return;
     }
-    // Nothing came back (the provider could not be reached, or never answered), or the
-    // provider cut the body: never end the client's response as though it were complete.
-    const unreachable = !this.headersReceived;
-    if (unreachable) log('warn', 'upstream_unavailable', { requestId: this.requestId, error: err.message });
-    const finish = unreachable ? Finish.Unavailable : Finish.Destroy;
+    if (!this.attemptAnswered) {
+      // Stopped by ourselves: its client left (a call neither billed nor listed is not read on).
+      if (this.clientGone) return this.ended();
+      // Nothing came back: the provider could not be reached, or never answered. Sent again only
+      // when the request was not written whole (the provider cannot have started the work).
+      this.rotation!.noAnswer(this.credential!, this.requestSent);
+      log('warn', 'upstream_unavailable', { requestId: this.requestId, provider: this.credential!.provider, credential: this.credential!.name, error: err.message });
+      if (!this.requestSent && this.sendAgain()) return;
+      return this.ended();
+    }
+    // A refusal whose body was cut: its head said it all (another attempt may follow).
+    if (this.credentialRefused || this.refusedHeld()) {
+      if (this.sendAgain()) return;
+      return this.ended();
+    }
+    // The provider cut the body: never end the client's response as though it were complete.
+    this.settled = true;
+    this.clearGrace();
     if (m === null) {
-      this.finish = finish;
+      this.finish = Finish.Destroy;
       return this.answer();
     }
     // As on success, the record is committed before the client hears the outcome.
-    this.commit(m, { usage: undefined, error: unreachable ? 'upstream_unavailable' : 'upstream_cut', estimated: false }, finish);
+    this.commit(m, { usage: undefined, error: 'upstream_cut', estimated: false }, Finish.Destroy);
+  }
+
+  /** This attempt's answer is a refusal retry.ts allows to retry, and none of it went out yet. */
+  private refusedHeld(): boolean {
+    return this.attemptAnswered && this.held !== null && retriedStatus(this.status) && !this.res.headersSent;
+  }
+
+  /**
+   * The held refusal, as it is answered again while its (credential, model) rests: a copy, so
+   * that it does not keep the provider's whole read buffers.
+   */
+  private keptAnswer(): KeptAnswer {
+    return { status: this.status, contentType: this.contentType, body: Buffer.concat(this.held!, this.heldBytes) };
   }
 
   // ── commit ──────────────────────────────────────────────────────────────
@@ -401,13 +591,19 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   }
 
   /**
-   * A call the provider refused with its 401: recorded (metered calls) as the client saw it, a
-   * 502 `upstream_unavailable` at zero cost, then answered so.
+   * A call the provider refused with its 401 (and no other credential answered): recorded
+   * (metered calls) as the client saw it, a 502 `upstream_unavailable` at zero cost, then
+   * answered so.
    */
   private refused(m: Metering | null, finish: Finish): void {
     this.finish = finish;
     if (m === null) return this.answer();
     this.commit(m, { usage: undefined, error: 'upstream_unavailable', estimated: false }, finish);
+  }
+
+  /** A call no provider answered (none could be reached, or none may be sent to): the gateway's 502. */
+  private unreachable(m: Metering | null): void {
+    this.refused(m, Finish.Unavailable);
   }
 
   private clearGrace(): void {
@@ -468,15 +664,23 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       estimated: u !== undefined && (o.estimated || unpriced),
       clientGone: this.clientGone,
       ...usageDetail(u, o.estimateReason ?? (unpriced ? UNPRICED_LEVER : null), charge, m.model.price),
+      attempts: this.attempts,
+      credential: (this.answeredBy ?? this.credential)?.name ?? null,
     };
     noteRecord(this.res, record);
-    // A response the provider stores becomes the account's in the same commit as the charge.
+    // A response the provider stores becomes the account's in the same commit as the charge,
+    // recorded with the credential that made it (calls on it go there: server.ts).
     const made = this.tap?.responseId ?? null;
-    m.store.record(m.key, record, charge, this, true, made === null ? null : { id: made, provider: m.model.provider.name, credential: m.credential });
+    m.store.record(m.key, record, charge, this, true, made === null ? null : { id: made, provider: m.model.provider.name, credential: this.answeredBy!.name });
   }
 }
 
 const NO_CHARGE = { nano: 0, tokens: 0, worstCase: null, longContext: false, unpricedLevers: [] };
 /** The estimate reason of a call whose answer reported a lever its price has no rate for. */
 const UNPRICED_LEVER = 'unpriced_lever';
+
+/** sendAgain's next tick (a shared function: nothing allocated per call). */
+function dispatchAgain(exchange: Exchange, credential: Credential): void {
+  exchange.dispatchAgainNow(credential);
+}
 const CLIENT_CLOSED_REQUEST = 499;

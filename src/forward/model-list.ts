@@ -5,9 +5,10 @@ import type { Model, Provider } from '../config/types.js';
 import { sendError } from '../http/errors.js';
 import { clientResponseHeaders, pickUpstreamHeaders } from '../http/headers.js';
 import { log } from '../log.js';
-import { noteCredentialAccepted, noteFirstByte } from '../observe/call.js';
+import { noteFirstByte } from '../observe/call.js';
 import type { KeyRecord } from '../domain/types.js';
 import { Exchange } from './exchange.js';
+import type { Credential, Rotation } from './rotation.js';
 
 /**
  * GET /models: the catalogue provider's own list, cut down to the entries a key may call — the
@@ -33,12 +34,13 @@ export function modelListFormat(provider: Provider): ModelListFormat {
 }
 
 /**
- * The provider path of its model list. Anthropic's is paginated (20 entries unless asked, at
- * most 1,000): the largest page is asked for, so that a catalogue model is not lost on a later
- * page. The client's own query is not forwarded: the filtered list is answered as one page.
+ * The path of a provider's model list after its base path. Anthropic's is paginated (20 entries
+ * unless asked, at most 1,000): the largest page is asked for, so that a catalogue model is not
+ * lost on a later page. The client's own query is not forwarded: the filtered list is answered
+ * as one page.
  */
-export function modelListPath(provider: Provider): string {
-  return `${provider.basePath}/models${modelListFormat(provider) === 'anthropic' ? `?limit=${ANTHROPIC_MAX_PAGE}` : ''}`;
+export function modelListPath(format: ModelListFormat): string {
+  return format === 'anthropic' ? `/models?limit=${ANTHROPIC_MAX_PAGE}` : '/models';
 }
 
 const ANTHROPIC_MAX_PAGE = 1000;
@@ -96,12 +98,19 @@ export class ModelListing implements Dispatcher.DispatchHandler {
   /** undefined: not read yet; null: the store failed. */
   private switches: ReadonlyMap<string, boolean> | null | undefined = undefined;
   private ended = false;
+  /** The request was written whole (a failure before that rests the credential). */
+  private requestSent = false;
+  /** The provider's head arrived. */
+  private answered = false;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly requestId: string,
     private readonly key: KeyRecord,
-    private readonly provider: Provider,
+    private readonly format: ModelListFormat,
+    /** The provider's credentials, and the one this call went out with (sent once, not retried). */
+    private readonly rotation: Rotation,
+    private readonly credential: Credential,
     /** The catalogue's models whose provider has its credential, by id and by alias. */
     private readonly served: ReadonlyMap<string, Model>,
     private readonly clientStallMs: number,
@@ -127,15 +136,20 @@ export class ModelListing implements Dispatcher.DispatchHandler {
     this.abortUpstream = abort;
   }
 
+  onRequestSent(): void {
+    this.requestSent = true;
+  }
+
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true;
     if (statusCode !== 200) {
       this.passed = new Exchange(this.res, this.requestId, null, this.clientStallMs);
-      this.passed.onConnect(this.abortUpstream!);
+      this.passed.takeOver(this.rotation, this.credential, this.abortUpstream!);
       return this.passed.onHeaders(statusCode, rawHeaders, resume);
     }
     noteFirstByte(this.res);
-    noteCredentialAccepted(this.res);
+    this.answered = true;
+    this.rotation.answered(this.credential, null, statusCode);
     this.upstreamRequestId = pickUpstreamHeaders(rawHeaders).requestId;
     return true;
   }
@@ -162,7 +176,9 @@ export class ModelListing implements Dispatcher.DispatchHandler {
     if (this.passed !== null) return this.passed.onError(err);
     if (this.ended) return;
     this.ended = true;
-    log('warn', 'upstream_unavailable', { requestId: this.requestId, provider: this.provider.name, error: err.message });
+    // Not its own abort (its client left, or its list was too large): the provider did not answer.
+    if (!this.answered && !this.res.destroyed) this.rotation.noAnswer(this.credential, this.requestSent);
+    log('warn', 'upstream_unavailable', { requestId: this.requestId, provider: this.credential.provider, credential: this.credential.name, error: err.message });
     sendError(this.res, 'upstream_unavailable', this.requestId);
   }
 
@@ -176,16 +192,16 @@ export class ModelListing implements Dispatcher.DispatchHandler {
     if (res.destroyed) return;
     if (switches === null) return sendError(res, 'store_unavailable', this.requestId);
     const { key, served } = this;
-    const list = filteredList(body, modelListFormat(this.provider), (id) => {
+    const list = filteredList(body, this.format, (id) => {
       // A snapshot id the provider lists is an alias: allowed and switched as its entry.
       const model = served.get(id);
       return model !== undefined && modelAllowed(key, model.id) && (switches.get(model.id) ?? model.enabledByDefault);
     });
     if (list === null) {
-      log('warn', 'model_list_unreadable', { requestId: this.requestId, provider: this.provider.name });
+      log('warn', 'model_list_unreadable', { requestId: this.requestId, provider: this.credential.provider });
       return sendError(res, 'upstream_unavailable', this.requestId);
     }
-    if (list.truncated) log('warn', 'model_list_truncated', { provider: this.provider.name, listed: ANTHROPIC_MAX_PAGE });
+    if (list.truncated) log('warn', 'model_list_truncated', { provider: this.credential.provider, listed: ANTHROPIC_MAX_PAGE });
     const headers = clientResponseHeaders({ contentType: 'application/json', requestId: this.upstreamRequestId }, this.requestId, false);
     headers.push('content-length', String(Buffer.byteLength(list.json)));
     res.writeHead(200, headers);

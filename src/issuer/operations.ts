@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { displayPrefix, generateKey, hashKey, isWellFormedKey } from '../auth/keys.js';
 import type { Config } from '../config/types.js';
+import { hasCredential } from '../config/load.js';
 import { formatUsd } from '../money.js';
 import type { IssuerStore } from '../domain/interfaces.js';
 import type { Account, AuditEntry, KeyRecord, KeyStatus } from '../domain/types.js';
@@ -137,7 +138,7 @@ export async function listModels(store: IssuerStore, config: Config, env: NodeJS
     provider: m.provider.name,
     endpoints: [...m.endpoints],
     enabled: (await store.modelSwitch(m.id)) ?? m.enabledByDefault,
-    usable: Boolean(env[m.provider.apiKeyEnv]),
+    usable: hasCredential(m.provider, env),
     price: m.rawPrice,
     contextWindow: m.contextWindow,
     capabilities: m.capabilities,

@@ -17,7 +17,7 @@ export const MOCK_PROVIDER_ENV: NodeJS.ProcessEnv = { [MOCK_CREDENTIAL_ENV]: 'mo
 export function pointedAtMock(config: Config, mockUrl: string): Config {
   const origin = new URL(mockUrl).origin;
   const providers = new Map<string, Provider>();
-  for (const [name, p] of config.providers) providers.set(name, { ...p, origin, basePath: '/v1', apiKeyEnv: MOCK_CREDENTIAL_ENV });
+  for (const [name, p] of config.providers) providers.set(name, { ...p, origin, basePath: '/v1', credentials: p.credentials.map((c) => ({ ...c, origin, basePath: '/v1', apiKeyEnv: MOCK_CREDENTIAL_ENV })) });
   const models = new Map([...config.models].map(([id, m]) => [id, { ...m, provider: providers.get(m.provider.name)! }]));
   const catalogProvider = { openai: providers.get(config.catalogProvider.openai.name)!, anthropic: providers.get(config.catalogProvider.anthropic.name)! };
   return { ...config, providers, models, catalogProvider };

@@ -67,8 +67,32 @@ export interface MockProvider {
    */
   refuseCredential(credential: string, status?: 401 | 403): void;
   acceptCredential(credential: string): void;
+  /**
+   * From now on, every request (whatever its credential and switches) is refused with `status`
+   * and its format's error body — for 429 with `insufficientQuota`, OpenAI's answer to an
+   * organisation out of credit — plus `headers` (e.g. `retry-after`), until `answerAll()`: a
+   * provider account rate limited, overloaded or unpaid as a whole.
+   */
+  refuseAll(status: number, options?: RefuseAllOptions): void;
+  answerAll(): void;
+  /**
+   * Stops listening (new connections are refused, the open ones closed) until
+   * `acceptConnections()`, which listens again on the same port: an origin that cannot be
+   * reached, then comes back.
+   */
+  refuseConnections(): Promise<void>;
+  acceptConnections(): Promise<void>;
   /** closes the server and destroys open sockets */
   close(): Promise<void>;
+}
+
+export interface RefuseAllOptions {
+  /** Headers added to the refusal (`retry-after`, `retry-after-ms`, …). */
+  headers?: Record<string, string>;
+  /** 429 only: OpenAI's body for an organisation out of credit (`insufficient_quota`). */
+  insufficientQuota?: boolean;
+  /** Only the inference calls of this model are refused (providers limit per model). */
+  model?: string;
 }
 
 /** Shape of the optional top-level `"mock"` field in a request body (all optional). */
@@ -634,6 +658,9 @@ function statusErrorBody(flavor: Flavor, status: number): string {
   return b;
 }
 
+/** OpenAI's 429 for an organisation out of credit (its type and code both `insufficient_quota`). */
+const INSUFFICIENT_QUOTA = openaiError('You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.', 'insufficient_quota', 'insufficient_quota');
+
 /** OpenAI's answer to a `previous_response_id` it does not have (400). */
 function previousNotFound(id: string): string {
   return JSON.stringify({ error: { message: `Previous response with id '${id}' not found.`, type: 'invalid_request_error', param: 'previous_response_id', code: 'previous_response_not_found' } });
@@ -1029,6 +1056,17 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
   let counter = 0;
   /** Credentials refused, with the status they are refused with (`refuseCredential`). */
   const refused = new Map<string, 401 | 403>();
+  /** Every request refused so (`refuseAll`), or null. */
+  let refuseAll: { status: number; headers: string[]; insufficientQuota: boolean; model: string | undefined } | null = null;
+  const refusedByAll = (text: string): boolean => {
+    if (refuseAll === null) return false;
+    if (refuseAll.model === undefined) return true;
+    try {
+      return (JSON.parse(text) as { model?: unknown }).model === refuseAll.model;
+    } catch {
+      return false;
+    }
+  };
 
   // Held answers, by tag: how many reached their hold, who waits for that, and who is held.
   interface HoldTag { reached: number; waiters: Array<{ count: number; resolve: () => void }>; held: Set<() => void> }
@@ -1189,6 +1227,13 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     const n = ++counter;
     const rid = 'req_mock_' + n;
     if (record) requests.push({ method: req.method ?? '', path: url, headers: req.headers, body: text });
+    if (refuseAll !== null && refusedByAll(text)) {
+      const flavor = presentedCredential(req.headers).flavor;
+      const body = refuseAll.insufficientQuota ? INSUFFICIENT_QUOTA : statusErrorBody(flavor, refuseAll.status);
+      res.writeHead(refuseAll.status, statusMessage(refuseAll.status), [...jsonHeaders(flavor, rid, Buffer.byteLength(body)), ...refuseAll.headers]);
+      res.end(body);
+      return;
+    }
     if (refused.size !== 0) {
       const { credential, flavor } = presentedCredential(req.headers);
       const status = refused.get(credential);
@@ -1310,6 +1355,27 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     },
     acceptCredential(credential: string): void {
       refused.delete(credential);
+    },
+    refuseAll(status: number, options: RefuseAllOptions = {}): void {
+      refuseAll = { status, headers: Object.entries(options.headers ?? {}).flat(), insufficientQuota: options.insufficientQuota === true, model: options.model };
+    },
+    answerAll(): void {
+      refuseAll = null;
+    },
+    refuseConnections(): Promise<void> {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+    acceptConnections(): Promise<void> {
+      return new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
     },
     waitHeld(tag: string, count = 1): Promise<void> {
       const h = holdTag(tag);

@@ -26,6 +26,10 @@ export interface AccessLine {
   estimated: boolean;
   /** … and why (the record's `estimateReason`); null when they were read. */
   estimateReason: string | null;
+  /** Sends to the provider, retries included (0: none). */
+  attempts: number;
+  /** The provider credential's name (never its value) whose answer was passed on, else of the last send; null without a send. */
+  credential: string | null;
 }
 
 export interface AccessLog {
@@ -35,6 +39,18 @@ export interface AccessLog {
 }
 
 const str = (s: string | null): string => (s === null ? 'null' : SAFE.test(s) ? `"${s}"` : JSON.stringify(s));
+/**
+ * The line's last fields, `attempts` and `credential`, and its end. Credential names are few and
+ * fixed by the config: a call sent once (nearly all) takes its credential's text built the first
+ * time, not put together on every line.
+ */
+const sentOnceTails = new Map<string, string>();
+function tail(attempts: number, credential: string | null): string {
+  if (attempts !== 1 || credential === null) return `,"attempts":${attempts},"credential":${str(credential)}}\n`;
+  let text = sentOnceTails.get(credential);
+  if (text === undefined) sentOnceTails.set(credential, (text = `,"attempts":1,"credential":${str(credential)}}\n`));
+  return text;
+}
 /** Strings that need no escaping in JSON (ids, prefixes, model names as usually written). */
 const SAFE = /^[\w.:\-/@+ ]*$/;
 
@@ -44,7 +60,7 @@ const SAFE = /^[\w.:\-/@+ ]*$/;
  * still go through JSON.stringify.
  */
 export function lineText(l: AccessLine): string {
-  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)}}\n`;
+  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)}${tail(l.attempts, l.credential)}`;
 }
 
 /** More than this waiting to be written (a stdout nobody reads) and lines are dropped, not held. */

@@ -5,7 +5,6 @@ import { isLeverNote } from '../meter/charge.js';
 import { formatUsd } from '../money.js';
 import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import type { AccessLog } from './access-log.js';
-import { CredentialRefusals } from './credential-refusals.js';
 import { ENDPOINT_LABELS, ENDPOINT_OTHER, SURFACE_NONE, SURFACES, type Metrics } from './metrics.js';
 
 /**
@@ -25,6 +24,10 @@ class Call {
   /** The gateway's own error code, when it answered with one. */
   code: string | null = null;
   provider: string | null = null;
+  /** The provider credential of its last send, by name. */
+  credential: string | null = null;
+  /** Sends to the provider. */
+  attempts = 0;
   dispatchedAt = 0;
   key: KeyRecord | null = null;
   record: UsageRecord | null = null;
@@ -51,8 +54,6 @@ export class Observer {
   constructor(
     readonly metrics: Metrics | null,
     private readonly accessLog: AccessLog | null,
-    /** Providers refusing the gateway's credential, as their answers show it. */
-    readonly credentials: CredentialRefusals = new CredentialRefusals(),
   ) {}
 
   /** A request arrived: observed when its response closes. */
@@ -101,6 +102,8 @@ export class Observer {
       clientGone: r !== null ? r.clientGone : !res.writableFinished && call.code === null,
       estimated: r?.estimated ?? false,
       estimateReason: r !== null && r.estimated ? r.estimateReason : null,
+      attempts: r?.attempts ?? call.attempts,
+      credential: r === null ? call.credential : r.credential,
     });
   }
 
@@ -113,7 +116,7 @@ export class Observer {
     this.accessLog?.write({
       time: new Date().toISOString(), requestId, keyPrefix: null, surface: SURFACES[SURFACE_NONE]!, endpoint: ENDPOINT_LABELS[ENDPOINT_OTHER]!,
       model: null, status, code, stream: false, inputTokens: 0, outputTokens: 0, costUsd: null, tokensCharged: 0, durationMs: 0, clientGone: false,
-      estimated: false, estimateReason: null,
+      estimated: false, estimateReason: null, attempts: 0, credential: null,
     });
   }
 
@@ -177,11 +180,13 @@ export function noteCode(res: ServerResponse, code: string): void {
   if (call !== undefined) call.code = code;
 }
 
-/** The call was forwarded to this provider now. */
-export function noteDispatch(res: ServerResponse, provider: string): void {
+/** The call was sent to this provider, with this credential, now (again, for a retry). */
+export function noteDispatch(res: ServerResponse, provider: string, credential: string): void {
   const call = (res as ObservedResponse)[kCall];
   if (call === undefined) return;
   call.provider = provider;
+  call.credential = credential;
+  call.attempts++;
   call.dispatchedAt = performance.now();
 }
 
@@ -189,18 +194,6 @@ export function noteDispatch(res: ServerResponse, provider: string): void {
 export function noteFirstByte(res: ServerResponse): void {
   const call = (res as ObservedResponse)[kCall];
   if (call !== undefined && call.dispatchedAt !== 0) call.observer.firstByte(call);
-}
-
-/** The provider this call was dispatched to refused the gateway's own credential (its 401). */
-export function noteCredentialRefused(res: ServerResponse): void {
-  const call = (res as ObservedResponse)[kCall];
-  if (call !== undefined && call.provider !== null) call.observer.credentials.refused(call.provider);
-}
-
-/** The provider this call was dispatched to answered with a 2xx: it accepts the gateway's credential. */
-export function noteCredentialAccepted(res: ServerResponse): void {
-  const call = (res as ObservedResponse)[kCall];
-  if (call !== undefined && call.provider !== null) call.observer.credentials.accepted(call.provider);
 }
 
 /** A metered call: it is observed only once its usage record exists, too. */

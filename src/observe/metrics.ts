@@ -1,6 +1,7 @@
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import cluster from 'node:cluster';
 import { NANO_PER_USD } from '../money.js';
+import { OUTCOMES, type Clock, type Credential } from '../forward/rotation.js';
 
 /**
  * The gateway's Prometheus metrics (names and labels fixed by interface.md). No key, key id or
@@ -188,6 +189,34 @@ export class Metrics {
       labelNames: ['provider'], registers: [this.registry],
       collect(this: Gauge<string>) {
         for (const [provider, n] of queued()) this.set({ provider }, n);
+      },
+    });
+  }
+
+  /**
+   * The providers' credentials: `tollgate_upstream_attempts_total{provider, credential, outcome}`,
+   * every send by what it came to, read from the credentials' own counts (forward/rotation.ts);
+   * and `tollgate_upstream_credential_up{provider, credential}`, 1 in rotation, 0 resting or out,
+   * read from their state against `clock` — both when scraped, so the request path does nothing
+   * for them. Every series exists from the start (at 0). Across a cluster's workers the counts
+   * are summed and the gauge is the minimum: a credential one worker sees resting is shown down.
+   */
+  watchCredentials(credentials: readonly Credential[], clock: Clock): void {
+    const registers = [this.registry];
+    new Counter({
+      name: 'tollgate_upstream_attempts_total', help: 'Sends to a provider, by provider, credential and outcome (ok: answered other than 401, 429 and 5xx; connect_error: no answer).',
+      labelNames: ['provider', 'credential', 'outcome'], registers,
+      collect(this: Counter<string>) {
+        this.reset();
+        for (const c of credentials) OUTCOMES.forEach((outcome, i) => this.inc({ provider: c.provider, credential: c.name, outcome }, c.attempts[i]!));
+      },
+    });
+    new Gauge({
+      name: 'tollgate_upstream_credential_up', help: 'Whether a provider credential is in rotation (1), or resting or out of rotation (0); across workers, the minimum.',
+      labelNames: ['provider', 'credential'], registers, aggregator: 'min',
+      collect(this: Gauge<string>) {
+        const now = clock();
+        for (const c of credentials) this.set({ provider: c.provider, credential: c.name }, c.up(now) ? 1 : 0);
       },
     });
   }

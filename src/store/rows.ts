@@ -37,14 +37,16 @@ export type UsageRow = [number, string, string, string, 0 | 1, number, number, n
   callId?: string,
   cacheWrite1h?: number, audioInput?: number, imageInput?: number, audioOutput?: number, imageOutput?: number,
   toolCalls?: (string | number)[] | null, serviceTier?: string | null, estimateReason?: string | null, worstCase?: string | null, longContext?: 0 | 1,
-  speed?: string | null, inferenceGeo?: string | null];
+  speed?: string | null, inferenceGeo?: string | null,
+  attempts?: number, credential?: string | null];
 
 export function usageToRow(u: UsageRecord): UsageRow {
   return [u.at, u.requestId, u.endpoint, u.model, u.stream ? 1 : 0, u.status, u.inputTokens, u.outputTokens, u.cachedInputTokens,
     u.cacheWriteTokens, u.reasoningTokens, u.costNano, u.tokensCharged, u.error, u.estimated ? 1 : 0, u.clientGone ? 1 : 0, u.callId,
     u.cacheWrite1hTokens, u.audioInputTokens, u.imageInputTokens, u.audioOutputTokens, u.imageOutputTokens,
     u.toolCalls == null ? null : Object.entries(u.toolCalls).flat(), u.serviceTier, u.estimateReason, u.worstCase, u.longContext ? 1 : 0,
-    u.speed, u.inferenceGeo];
+    u.speed, u.inferenceGeo,
+    u.attempts, u.credential];
 }
 
 export function rowToUsage(r: UsageRow): UsageRecord {
@@ -57,6 +59,8 @@ export function rowToUsage(r: UsageRow): UsageRecord {
     cacheWrite1hTokens: r[17] ?? 0, audioInputTokens: r[18] ?? 0, imageInputTokens: r[19] ?? 0, audioOutputTokens: r[20] ?? 0, imageOutputTokens: r[21] ?? 0,
     toolCalls: pairs(r[22]), serviceTier: r[23] ?? null, estimateReason: r[24] ?? null, worstCase: r[25] ?? null, longContext: r[26] === 1,
     speed: r[27] ?? null, inferenceGeo: r[28] ?? null,
+    // Records written before credential pools: one send, with the provider's one credential, unnamed then.
+    attempts: r[29] ?? 1, credential: r[30] ?? null,
   };
 }
 

@@ -85,6 +85,8 @@ export function requestView(r: UsageRecord): Record<string, unknown> {
     inferenceGeo: r.inferenceGeo,
     longContext: r.longContext,
     worstCase: r.worstCase,
+    // Not the provider credential's name: which of the operator's keys answered is the operator's.
+    attempts: r.attempts,
   };
 }
 

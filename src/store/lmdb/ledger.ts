@@ -1,10 +1,10 @@
 import type { CommitListener, HoldListener } from '../../domain/interfaces.js';
 import { fundsRefusal, modelSwitchedOn, retryAfterSeconds, windowOver } from '../../domain/rules.js';
-import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, UsageRecord } from '../../domain/types.js';
+import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, ResponseOwner, UsageRecord } from '../../domain/types.js';
 import { log } from '../../log.js';
 import { tell, tellCommitted } from '../common.js';
 import { RetryQueue } from '../retry.js';
-import { addDailyRows, addHeld, callAccount, callHeld, chargeRow, countInDaily, countInWindow, heldToRow, processToRow, responseToRow, rowToAccount, slotToRow, usageToRow, windowCount, windowStart, type AccountRow, type DailyRow, type RateRow } from '../rows.js';
+import { addDailyRows, addHeld, callAccount, callHeld, chargeRow, countInDaily, countInWindow, heldToRow, processToRow, responseToRow, rowToAccount, rowToResponse, slotToRow, usageToRow, windowCount, windowStart, type AccountRow, type DailyRow, type RateRow, type ResponseRow } from '../rows.js';
 import type { Database } from 'lmdb';
 import { LmdbUsage } from './usage.js';
 
@@ -18,7 +18,7 @@ export type AdmitListener = (refusal: Refusal | null, retryAfter: number) => voi
 export class LmdbLedger extends LmdbUsage {
   protected admits: Array<[KeyRecord, string, number, AdmitListener]> = [];
 
-  protected holds: Array<[KeyRecord, string, Hold, HoldListener]> = [];
+  protected holds: Array<[KeyRecord, string, Hold, HoldListener, ResponseOwner | null]> = [];
 
   protected releases: ReleaseEntry[] = [];
 
@@ -66,15 +66,16 @@ export class LmdbLedger extends LmdbUsage {
     // Step 10's run-time switch, read now as every other read of the request path.
     if (!modelSwitchedOn(this.modelSwitches.get(hold.model), hold.enabledByDefault)) {
       this.release(key, callId);
-      return done('model_not_available');
+      return done('model_not_available', null);
     }
     // The responses it continues, read now too: a foreign or unknown one is refused before the
     // funds are checked again, and nothing is held.
-    if (hold.previousResponses !== null && !this.madeAll(key.account, hold.previousResponses)) {
+    const continued = hold.previousResponses === null ? null : this.madeAll(key.account, hold.previousResponses);
+    if (continued === undefined) {
       this.release(key, callId);
-      return done('previous_response_not_found');
+      return done('previous_response_not_found', null);
     }
-    this.holds.push([key, callId, hold, done]);
+    this.holds.push([key, callId, hold, done, continued]);
     this.schedule();
   }
 
@@ -155,7 +156,7 @@ export class LmdbLedger extends LmdbUsage {
       const [refusal, retryAfter] = failure === null ? admitted[i]! : ['store_unavailable' as const, 0];
       tell(admits[i]![3], refusal, retryAfter);
     }
-    for (let i = 0; i < holds.length; i++) tell(holds[i]![3], failure === null ? held[i]! : 'store_unavailable', 0);
+    for (let i = 0; i < holds.length; i++) tell(holds[i]![3], failure === null ? held[i]! : 'store_unavailable', failure === null && held[i] === null ? holds[i]![4] : null);
     if (records.length === 0) return;
     if (failure === null && this.fsync === 'commit' && !this.syncedCommits) {
       // One asynchronous flush (lmdb-js's worker thread) for the whole group, then the answers.
@@ -220,7 +221,7 @@ export class LmdbLedger extends LmdbUsage {
   }
 
   /** Places the queued holds in order, each re-checking the funds net of the holds before it. */
-  protected placeHolds(holds: Array<[KeyRecord, string, Hold, HoldListener]>, accounts: AccountCache, decisions: Array<Refusal | null>): void {
+  protected placeHolds(holds: Array<[KeyRecord, string, Hold, HoldListener, ResponseOwner | null]>, accounts: AccountCache, decisions: Array<Refusal | null>): void {
     for (const [key, callId, hold] of holds) {
       const acct = accounts.get(key.account);
       const short = acct === undefined ? null : fundsRefusal(rowToAccount(acct));
@@ -236,10 +237,14 @@ export class LmdbLedger extends LmdbUsage {
     }
   }
 
-  /** Whether `account` made every one of these responses (each a read of the state as of this turn). */
-  protected madeAll(account: string, ids: readonly string[]): boolean {
-    for (const id of ids) if (this.responses.get([account, id]) === undefined) return false;
-    return true;
+  /**
+   * When `account` made every one of these responses (each a read of the state as of this turn),
+   * the owner record of the last; else undefined.
+   */
+  protected madeAll(account: string, ids: readonly string[]): ResponseOwner | undefined {
+    let row: ResponseRow | undefined;
+    for (const id of ids) if ((row = this.responses.get([account, id])) === undefined) return undefined;
+    return row === undefined ? undefined : rowToResponse(row);
   }
 
   /** Deletes a call's entry in flight and releases its hold; false when it was not there. */

@@ -4,7 +4,7 @@ import type { HoldEitherWay, KeyMode, KeyRecord, Refusal, ResponseOwner } from '
 import { rowToResponse, type ResponseRow } from '../rows.js';
 import { safely } from './connection.js';
 import { RedisLiveness } from './liveness.js';
-import { callsName, keyName, switchOf, NO_OWNER, ownerCalls, rateName, responseName, SWITCHES } from './names.js';
+import { callsName, keyName, ownerOf, switchOf, NO_OWNER, ownerCalls, rateName, responseName, SWITCHES } from './names.js';
 
 /** Steps 3–7 of the order of checks, with 9, 10 and the hold in the same script when it can, and what the request path reads beside them (Admission). */
 export class RedisAdmission extends RedisLiveness {
@@ -17,11 +17,11 @@ export class RedisAdmission extends RedisLiveness {
     if (this.single) keys.push(ownerCalls(this.owner ?? NO_OWNER), SWITCHES);
     this.run(this.hot.admit, [...keys, surface, callId, this.owner ?? '', ownerMember], (err, reply) => {
       if (err !== null) return this.admitFailed(hash, callId, err, done);
-      const [code, retryAfter, raw] = reply as [string, number, string | null];
+      const [code, retryAfter, raw, owner] = reply as [string, number, string | null, string | null | undefined];
       const key = raw ? this.keyOf(raw) : undefined;
       // On a Cluster the owner's index is in another slot: a slot taken is indexed now.
       if (!this.single && this.owner !== null && code === '' && key?.concurrency != null) void this.client.sadd(ownerCalls(this.owner), ownerMember).catch(() => undefined);
-      safely(() => done(key, code === '' ? null : (code as Refusal), retryAfter));
+      safely(() => done(key, code === '' ? null : (code as Refusal), retryAfter, ownerOf(owner)));
     });
   }
 
@@ -39,7 +39,7 @@ export class RedisAdmission extends RedisLiveness {
     if (credit.previousResponses !== null) args.push(...credit.previousResponses);
     const decided = (err: Error | null, reply: unknown, switchedOn = true): void => {
       if (err !== null) return this.admitFailed(hash, callId, err, done);
-      const [code, retryAfter, raw] = reply as [string, number, string | null];
+      const [code, retryAfter, raw, owner] = reply as [string, number, string | null, string | null | undefined];
       const key = raw ? this.keyOf(raw) : undefined;
       if (!this.single) {
         if (code !== '') this.unindex(ownerMember);
@@ -49,7 +49,7 @@ export class RedisAdmission extends RedisLiveness {
           return safely(() => done(key, 'model_not_available', 0));
         }
       }
-      safely(() => done(key, code === '' ? null : (code as Refusal), retryAfter));
+      safely(() => done(key, code === '' ? null : (code as Refusal), retryAfter, ownerOf(owner)));
     };
     if (this.single) return this.run(this.hot.admit, args, decided);
     // On a Cluster the switch and the owner index are in other slots: sent in the same turn, so

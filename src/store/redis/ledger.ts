@@ -7,7 +7,7 @@ import { RetryQueue } from '../retry.js';
 import { responseToRow, usageToRow } from '../rows.js';
 import { safely } from './connection.js';
 import { RedisMigration } from './migration.js';
-import { accountName, callsName, switchOf, dayName, member, NO_OWNER, ownerCalls, SWITCHES, usageIndex, usageRows, type CallEntry } from './names.js';
+import { accountName, callsName, ownerOf, switchOf, dayName, member, NO_OWNER, ownerCalls, SWITCHES, usageIndex, usageRows, type CallEntry } from './names.js';
 
 /** Holds, releases and settlements: the ledger of a call from its hold to its record (Ledger). */
 export class RedisLedger extends RedisMigration {
@@ -28,13 +28,14 @@ export class RedisLedger extends RedisMigration {
       if (err !== null) {
         this.failed('hold', err);
         this.release(key, callId);
-        return safely(() => done('store_unavailable'));
+        return safely(() => done('store_unavailable', null));
       }
       if (!switchedOn) {
         this.release(key, callId);
-        return safely(() => done('model_not_available'));
+        return safely(() => done('model_not_available', null));
       }
-      safely(() => done(reply === '' ? null : (reply as Refusal)));
+      const [code, owner] = reply as [string, string | null];
+      safely(() => done(code === '' ? null : (code as Refusal), ownerOf(owner)));
     };
     if (this.single) return this.run(this.hot.hold, args, placed);
     // On a Cluster the switch and the owner index are in other slots: sent in the same turn,

@@ -1,3 +1,6 @@
+import type { ResponseOwner } from '../../domain/types.js';
+import { rowToResponse, type ResponseRow } from '../rows.js';
+
 /**
  * The Redis/Valkey backend: any number of gateway hosts share one store and behave as one.
  *
@@ -69,4 +72,9 @@ export function slotOf(tag: string): number {
   let crc = 0;
   for (const byte of Buffer.from(tag)) crc = ((crc << 8) & 0xffff) ^ CRC_TABLE[((crc >> 8) ^ byte) & 0xff]!;
   return crc % 16384;
+}
+
+/** The owner record a script returned (JSON of its ResponseRow), or null. */
+export function ownerOf(json: string | null | undefined): ResponseOwner | null {
+  return json ? rowToResponse(JSON.parse(json) as ResponseRow) : null;
 }

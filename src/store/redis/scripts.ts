@@ -17,8 +17,8 @@
  *   a single server (`#KEYS` says so); on a Cluster the client sends them beside the script.
  *
  * A response's owner record (`tg:{A}:rs:ID`, A its account's id) is the JSON of its ResponseRow,
- * written by the settlement with the retention as its TTL, and read (EXISTS) by the admission
- * and the hold of a call that continues it: in the account's slot, named from the account's name
+ * written by the settlement with the retention as its TTL, and read (GET) by the admission
+ * and the hold of a call that continues it, which return it (the call goes to its credential): in the account's slot, named from the account's name
  * (the admission reads it without declaring it, like the account itself).
  *
  * A call's entry in flight (hash `tg:{H}:c`, field = call id) is JSON with string numbers:
@@ -32,12 +32,15 @@ local function val(x) if x == nil or x == cjson.null then return nil end return 
 local function acct(id) return 'tg:{' .. id .. '}:a' end
 -- The owner record of response id of the account named a (tg:{A}:a → tg:{A}:rs:ID).
 local function made(a, id) return string.sub(a, 1, -2) .. 'rs:' .. id end
--- Whether the account named a made every response named in ARGV from index 'from' on.
+-- When the account named a made every response named in ARGV from index 'from' on, the owner
+-- record (JSON) of the last, or true when none is named; else false.
 local function madeAll(a, from)
+  local owner = true
   for i = from, #ARGV do
-    if redis.call('EXISTS', made(a, ARGV[i])) == 0 then return false end
+    owner = redis.call('GET', made(a, ARGV[i]))
+    if not owner then return false end
   end
-  return true
+  return owner
 end
 -- Funds net of holds (step 6): the refusal, or nil.
 local function short(a)
@@ -76,7 +79,8 @@ end
  *   [, model, enabled by default (0|1), the call's entry without a, k, h, ic and its closing
  *      brace, credit hold, credit interrupted charge, token hold, token interrupted charge
  *      [, the response ids it continues …]]
- * → { refusal code or '', retry-after seconds, key record JSON or false }
+ * → { refusal code or '', retry-after seconds, key record JSON or false,
+ *     the owner record of the last response it continues, when held, or false }
  */
 export const ADMIT = `${COMMON}
 local raw = redis.call('GET', KEYS[1])
@@ -136,7 +140,8 @@ if KEYS[5] then
   local sw = redis.call('HGET', KEYS[5], model)
   if not (sw == '1' or (not sw and ARGV[6] == '1')) then return {'model_not_available', 0, raw} end
 end
-if not madeAll(acct(key.account), 12) then return {'previous_response_not_found', 0, raw} end
+local owner = madeAll(acct(key.account), 12)
+if not owner then return {'previous_response_not_found', 0, raw} end
 -- The funds were checked above, in this same script: the hold is placed at once.
 local credit = key.mode == 'credit'
 local held = credit and ARGV[8] or ARGV[10]
@@ -144,7 +149,7 @@ if a[1] and held ~= '0' then redis.call('HINCRBY', acct(key.account), 'held', he
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[7] .. ',"a":' .. cjson.encode(key.account) .. ',"k":' .. cjson.encode(key.id)
   .. ',"h":"' .. held .. '","ic":"' .. (credit and ARGV[9] or ARGV[11]) .. '"}')
 if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[4]) end
-return {'', 0, raw}
+return {'', 0, raw, owner ~= true and owner}
 `;
 
 /**
@@ -154,7 +159,7 @@ return {'', 0, raw}
  * KEYS: calls in flight, account [, model switches, owner index]
  * ARGV: call id, entry JSON (phase 1), held amount, model, enabled by default (0|1), owner-index member
  *   [, the response ids it continues …]
- * → '' when held, else the refusal code
+ * → { '' when held, else the refusal code; the owner record of the last response it continues, or false }
  */
 export const HOLD = `${COMMON}
 local calls, account = KEYS[1], KEYS[2]
@@ -163,26 +168,28 @@ if KEYS[3] then
   local on = sw == '1' or (not sw and ARGV[5] == '1')
   if not on then
     endcall(calls, ARGV[1], KEYS[4], ARGV[6])
-    return 'model_not_available'
+    return {'model_not_available', false}
   end
 end
-if not madeAll(account, 7) then
+local owner = madeAll(account, 7)
+if not owner then
   endcall(calls, ARGV[1], KEYS[4], ARGV[6])
-  return 'previous_response_not_found'
+  return {'previous_response_not_found', false}
 end
+owner = owner ~= true and owner
 local e = redis.call('HGET', calls, ARGV[1])
-if e and cjson.decode(e).p == 1 then return '' end
+if e and cjson.decode(e).p == 1 then return {'', owner} end
 local a = redis.call('HMGET', account, 'm', 'bal', 'bud', 'used', 'held')
 local refusal = short(a)
 if refusal then
   -- Nothing goes out: the slot the call took at step 7, if any, is freed.
   endcall(calls, ARGV[1], KEYS[4], ARGV[6])
-  return refusal
+  return {refusal, false}
 end
 if a[1] and ARGV[3] ~= '0' then redis.call('HINCRBY', account, 'held', ARGV[3]) end
 redis.call('HSET', calls, ARGV[1], ARGV[2])
 if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[6]) end
-return ''
+return {'', owner}
 `;
 
 /**

@@ -25,11 +25,18 @@ export class RedisStore extends RedisAdmission implements GatewayStore {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     await this.retries.close();
-    // The heartbeat's delete and QUIT go out together (commands on one connection are answered
-    // in order): one round trip at shutdown, not two.
     const owner = this.owner;
     this.owner = null;
-    const forgotten = owner === null ? null : this.client.del(heartbeat(owner)).catch(() => undefined);
-    await Promise.all([forgotten, this.client.quit().catch(() => this.client.disconnect())]);
+    if (owner !== null && this.single) {
+      // The heartbeat's delete and QUIT in one pipeline: one write, answered in order, one round
+      // trip at shutdown. Sent as two commands they went out in the wrong order (ioredis never
+      // auto-pipelines QUIT, so it overtook the DEL queued for the next tick) and the server
+      // closed before deleting: the heartbeat lived on for its TTL, and this process's calls
+      // left in flight waited that long for the fleet.
+      await this.client.pipeline().del(heartbeat(owner)).quit().exec().catch(() => this.client.disconnect());
+      return;
+    }
+    if (owner !== null) await Promise.allSettled([this.client.del(heartbeat(owner))]);
+    await this.client.quit().catch(() => this.client.disconnect());
   }
 }
