@@ -12,7 +12,7 @@ import { open } from 'lmdb';
 
 const N = Number(process.env.BENCH_COMMITS || 5000);
 
-/** How the rows are laid out: three named databases as in src/store/lmdb.ts, all in one, or the usage row alone. */
+/** How the rows are laid out: three named databases as in src/store/lmdb/open.ts, all in one, or the usage row alone. */
 type Shape = 'three' | 'one' | 'usage-only';
 
 async function measure(label: string, options: Record<string, unknown>, syncAfter = false, shape: Shape = 'three'): Promise<void> {

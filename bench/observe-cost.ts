@@ -17,7 +17,7 @@ import type { Route } from '../src/http/routes.js';
 import { stdoutAccessLog } from '../src/observe/access-log.js';
 import { expectRecord, noteDispatch, noteFirstByte, noteKey, noteModel, noteRecord, noteRoute, Observer } from '../src/observe/call.js';
 import { Metrics } from '../src/observe/metrics.js';
-import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/store/types.js';
+import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/domain/types.js';
 
 const N = Number(process.argv[2] ?? 200_000);
 const route: Route = { kind: 'inference', method: 'POST', surface: 'credit', endpoint: 'chat', upstreamPath: '/chat/completions' };

@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync, statSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Store } from '../src/store/lmdb.js';
+import { Store } from '../src/store/lmdb/store.js';
 import { RetentionSweeper } from '../src/store/retention.js';
-import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/store/types.js';
+import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/domain/types.js';
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const KEYS = 100;

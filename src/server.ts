@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { modelAllowed } from './admit/admit.js';
+import { modelAllowed } from './domain/rules.js';
 import { credentialOf } from './auth/credential.js';
 import { hashKey, isWellFormedKey } from './auth/keys.js';
 import type { Config, Model } from './config/types.js';
@@ -30,8 +30,8 @@ import { CredentialWatch } from './observe/credentials.js';
 import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
 import type { Metrics } from './observe/metrics.js';
 import { unpricedRefusal } from './meter/levers.js';
-import type { GatewayStore, HoldEitherWay } from './store/store.js';
-import { PLAIN_USAGE_DETAIL, type KeyRecord, type ResponseOwner, type UsageRecord } from './store/types.js';
+import type { GatewayStore } from './domain/interfaces.js';
+import { PLAIN_USAGE_DETAIL, type HoldEitherWay, type KeyRecord, type ResponseOwner, type UsageRecord } from './domain/types.js';
 import { serveUsageApi } from './usage/api.js';
 import { serveUsagePage } from './usage/page.js';
 

@@ -1,7 +1,7 @@
 import t from 'tap';
-import { keyRefusal } from '../src/admit/admit.js';
-import { parseExpiry } from '../src/cli/expiry.js';
-import type { KeyRecord } from '../src/store/types.js';
+import { keyRefusal } from '../src/domain/rules.js';
+import { parseExpiry } from '../src/issuer/expiry.js';
+import type { KeyRecord } from '../src/domain/types.js';
 
 const key = (expiresAt: number | null): KeyRecord => ({
   id: 'key_0000000000000000', hash: 'h', prefix: 'gw_live_0000', name: null, mode: 'credit', models: null,

@@ -4,9 +4,9 @@
  * charges nothing more and stores no second record. In process, on a real redis-server.
  */
 import t from 'tap';
-import { RedisStore } from '../src/store/redis.js';
-import type { Hold } from '../src/store/store.js';
-import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/store/types.js';
+import { RedisStore } from '../src/store/redis/store.js';
+import type { Hold } from '../src/domain/types.js';
+import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/domain/types.js';
 import { startRedis } from './helpers/redis.js';
 
 const HOLD: Hold = { amount: 5000, interruptedCharge: 100, interruptedInputTokens: 10, endpoint: 'chat', model: 'm', enabledByDefault: true, stream: false, at: Date.UTC(2027, 0, 1), previousResponses: null };

@@ -4,9 +4,9 @@
  * redis-server and the same sweeper as on LMDB (test/retention.test.ts).
  */
 import t from 'tap';
-import { RedisStore } from '../src/store/redis.js';
+import { RedisStore } from '../src/store/redis/store.js';
 import { RetentionSweeper } from '../src/store/retention.js';
-import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/store/types.js';
+import { PLAIN_USAGE_DETAIL, type UsageRecord } from '../src/domain/types.js';
 import { startRedis } from './helpers/redis.js';
 
 const DAY = 86_400_000;

@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { Store } from '../src/store/lmdb.js';
+import { Store } from '../src/store/lmdb/store.js';
 import { RetentionSweeper } from '../src/store/retention.js';
-import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/store/types.js';
+import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/domain/types.js';
 
 const DAY = 86_400_000;
 

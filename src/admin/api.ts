@@ -1,11 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config/types.js';
-import { keyJson } from '../cli/keys.js';
 import { IssuerError } from '../issuer/errors.js';
+import { keyJson } from '../issuer/view.js';
 import { createPlan, expiresField, settingsPlan, topUpPlan, wholeField } from '../issuer/input.js';
 import * as ops from '../issuer/operations.js';
 import type { Actor, KeyWithAccount } from '../issuer/operations.js';
-import type { GatewayStore } from '../store/store.js';
+import type { GatewayStore } from '../domain/interfaces.js';
 import { DAILY_COLUMNS, dailyRows, dayStart, dayText, MAX_RECORDS, RECORD_COLUMNS, recordRows, toCsv, TOTALS_COLUMNS, totalsPerKey, type DayRange } from './usage.js';
 import { OPENAPI } from './openapi.js';
 

@@ -4,7 +4,7 @@ import type { Config } from '../config/types.js';
 import { nextRequestId } from '../http/request-id.js';
 import { IssuerError, type Naming } from '../issuer/errors.js';
 import { log } from '../log.js';
-import type { GatewayStore } from '../store/store.js';
+import type { GatewayStore } from '../domain/interfaces.js';
 import { findAdminRoute, readJsonBody } from './api.js';
 import { serveHealthz, serveReadyz, type Readiness } from './health.js';
 

@@ -1,5 +1,5 @@
-import type { UsageStore } from '../store/store.js';
-import type { KeyRecord, UsageRecord } from '../store/types.js';
+import type { UsageStore } from '../domain/interfaces.js';
+import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import { formatUsd } from '../money.js';
 import { dailyRows, dayText, requestView, type DayRange } from '../usage/api.js';
 

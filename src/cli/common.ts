@@ -3,8 +3,8 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig, redisUrlProblem } from '../config/load.js';
 import type { Config } from '../config/types.js';
-import { openStore as openBackend, type StorePlan } from '../store/open.js';
-import type { GatewayStore } from '../store/store.js';
+import { openStore as openBackend, type StorePlan } from '../store/store.js';
+import type { GatewayStore } from '../domain/interfaces.js';
 
 /** Bad usage: exit code 2 with this one line on stderr. */
 export class UsageError extends Error {}

@@ -7,8 +7,8 @@ import { compileConfig } from '../config/load.js';
 import { offlineProviders } from '../mock/offline.js';
 import { formatUsd } from '../money.js';
 import { createGateway } from '../server.js';
-import { Store } from '../store/lmdb.js';
-import type { KeyRecord } from '../store/types.js';
+import { openStore } from '../store/store.js';
+import type { KeyRecord } from '../domain/types.js';
 import { parse } from './common.js';
 
 /**
@@ -33,7 +33,7 @@ export async function demoCommand(args: string[]): Promise<void> {
     },
     dataDir: dir,
   }, null));
-  const store = Store.open(dir);
+  const store = await openStore({ backend: 'lmdb', dataDir: dir });
   const gateway = createGateway(config, store, { env });
   await new Promise<void>((resolve) => gateway.server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;

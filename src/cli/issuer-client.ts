@@ -4,8 +4,8 @@ import { parseUsd } from '../money.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from '../issuer/input.js';
 import * as ops from '../issuer/operations.js';
 import type { KeyWithAccount, ModelView } from '../issuer/operations.js';
-import type { GatewayStore } from '../store/store.js';
-import type { Account, KeyRecord, KeyStatus } from '../store/types.js';
+import type { GatewayStore } from '../domain/interfaces.js';
+import type { Account, KeyRecord, KeyStatus } from '../domain/types.js';
 import { UsageError } from './common.js';
 
 /**

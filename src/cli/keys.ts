@@ -1,10 +1,10 @@
 import { createPlan, expiresField, settingsPlan, topUpPlan } from '../issuer/input.js';
 import type { KeyWithAccount } from '../issuer/operations.js';
+import { keyJson } from '../issuer/view.js';
 import { formatUsd } from '../money.js';
-import type { Account, KeyRecord } from '../store/types.js';
+import type { Account, KeyRecord } from '../domain/types.js';
 import { keyState } from '../usage/api.js';
 import { configFrom, openStore, parse, table, UsageError, type Options, type Parsed } from './common.js';
-import { warnIfPast } from './expiry.js';
 import { adminUrlFrom, localIssuer, remoteIssuer, type IssuerClient } from './issuer-client.js';
 import { debtOf, debtPaidBy } from '../usage/debt.js';
 import { KEYS_USAGE } from './usage-text.js';
@@ -64,28 +64,6 @@ function debtNote(after: Account, amount: number): string {
 
 function heldText(account: Account): string {
   return account.mode === 'credit' ? `$${formatUsd(account.held)}` : `${account.held} tokens`;
-}
-
-/** The JSON shape printed by `--json` (never the secret, except at creation and rotation). */
-export function keyJson(key: KeyRecord, account: Account | undefined, now = Date.now()): Record<string, unknown> {
-  const out: Record<string, unknown> = {
-    id: key.id,
-    prefix: key.prefix,
-    name: key.name,
-    mode: key.mode,
-    status: key.status,
-    state: keyState(key, account, now),
-    models: key.models,
-    rpm: key.rpm,
-    concurrency: key.concurrency,
-    expiresAt: key.expiresAt === null ? null : new Date(key.expiresAt).toISOString(),
-    createdAt: new Date(key.createdAt).toISOString(),
-    rotatedFrom: key.rotatedFrom,
-    account: key.account,
-  };
-  if (key.mode === 'credit') Object.assign(out, { balanceUsd: formatUsd(account?.balanceNano ?? 0), heldUsd: formatUsd(account?.held ?? 0) });
-  else Object.assign(out, { budgetTokens: account?.budgetTokens ?? 0, usedTokens: account?.usedTokens ?? 0, remainingTokens: Math.max(0, (account?.budgetTokens ?? 0) - (account?.usedTokens ?? 0)), overdraftTokens: account === undefined ? 0 : debtOf(account), heldTokens: account?.held ?? 0 });
-  return out;
 }
 
 function describe(key: KeyRecord, account: Account | undefined): string {
@@ -261,5 +239,12 @@ export async function keysCommand(sub: string | undefined, args: string[]): Prom
 async function warnDisabled(issuer: IssuerClient, models: string[] | null): Promise<void> {
   for (const id of await issuer.disabledModels(models)) {
     process.stderr.write(`warning: model ${id} is switched off; this key cannot call it until: tollgate models enable ${id}\n`);
+  }
+}
+
+/** Said on the command line only: the admin API takes a past expiry as it comes. */
+function warnIfPast(expiresAt: number | null): void {
+  if (expiresAt !== null && expiresAt < Date.now()) {
+    process.stderr.write(`warning: the expiry ${new Date(expiresAt).toISOString()} is in the past; the key is expired\n`);
   }
 }

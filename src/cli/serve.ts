@@ -13,9 +13,8 @@ import type { NotInRotation } from '../forward/rotation.js';
 import { answerClusterMetricRequests, clusterMetrics, Metrics } from '../observe/metrics.js';
 import { offlineProviders, pointedAtMock, MOCK_PROVIDER_ENV } from '../mock/offline.js';
 import { configFrom, parse, storePlanFrom, UsageError, wholeNumber } from './common.js';
-import { checkLmdbBinding, openStore, type StorePlan } from '../store/open.js';
-import type { GatewayStore } from '../store/store.js';
-import { RetentionSweeper } from '../store/retention.js';
+import type { GatewayStore } from '../domain/interfaces.js';
+import { checkLmdbBinding, openStore, RetentionSweeper, type StorePlan } from '../store/store.js';
 
 const SERVE_OPTIONS = {
   host: { type: 'string' },

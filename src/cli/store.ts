@@ -1,6 +1,5 @@
 import { redisUrlProblem } from '../config/load.js';
-import { Store } from '../store/lmdb.js';
-import { RedisStore } from '../store/redis.js';
+import { openMigrationSource, openMigrationTarget, type StoreDump } from '../store/store.js';
 import { configFrom, dataDirFrom, parse, storeMustExist, UsageError } from './common.js';
 import { STORE_USAGE } from './usage-text.js';
 
@@ -28,10 +27,10 @@ export async function storeCommand(sub: string | undefined, args: string[]): Pro
   const config = configFrom(values);
   const dataDir = dataDirFrom(values, config);
   storeMustExist({ backend: 'lmdb', dataDir });
-  const source = Store.open(dataDir);
-  let target: RedisStore | null = null;
+  const source = await openMigrationSource(dataDir);
+  let target: Awaited<ReturnType<typeof openMigrationTarget>> | null = null;
   try {
-    target = await RedisStore.open(to);
+    target = await openMigrationTarget(to);
     if (!(await target.isEmpty())) {
       if (!values.force) throw new UsageError('the target already holds tollgate data; --force replaces it');
       await target.clear();
@@ -53,7 +52,7 @@ export async function storeCommand(sub: string | undefined, args: string[]): Pro
   }
 }
 
-async function verify(dump: ReturnType<Store['dump']>, target: RedisStore, renamed: Map<string, string>): Promise<string[]> {
+async function verify(dump: StoreDump, target: Awaited<ReturnType<typeof openMigrationTarget>>, renamed: Map<string, string>): Promise<string[]> {
   const problems: string[] = [];
   const keys = await target.allKeys();
   if (keys.length !== dump.keys.length) problems.push(`${keys.length} keys, not ${dump.keys.length}`);

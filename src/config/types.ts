@@ -104,7 +104,7 @@ export interface RawLimits {
   maxConnections?: number;
 }
 
-/** When the store's commits reach the disk (see store/lmdb.ts FsyncMode). */
+/** When the store's commits reach the disk (see store/lmdb/open.ts FsyncMode). */
 export interface RawStorage {
   /** `lmdb` (default: the environment in dataDir) or `redis` (storage.redisUrl). */
   backend?: 'lmdb' | 'redis';

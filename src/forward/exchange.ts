@@ -12,8 +12,8 @@ import { expectRecord, noteDispatch, noteFirstByte, noteRecord } from '../observ
 import { chargeFor, usageDetail } from '../meter/charge.js';
 import { estimateUsage } from '../meter/estimate.js';
 import { UsageTap } from '../meter/tap.js';
-import type { CommitListener, Ledger } from '../store/store.js';
-import type { KeyRecord, UsageRecord } from '../store/types.js';
+import type { CommitListener, Ledger } from '../domain/interfaces.js';
+import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import { retriedStatus, retryAfterMs } from './retry.js';
 import { UNAUTHENTICATED, UNREACHABLE, type Credential, type KeptAnswer, type Refusal, type Rotation } from './rotation.js';
 import { notePassed } from './young-gc.js';

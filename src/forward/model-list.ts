@@ -1,12 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { modelAllowed } from '../admit/admit.js';
+import { modelAllowed } from '../domain/rules.js';
 import type { Model, Provider } from '../config/types.js';
 import { sendError } from '../http/errors.js';
 import { clientResponseHeaders, pickUpstreamHeaders } from '../http/headers.js';
 import { log } from '../log.js';
 import { noteFirstByte } from '../observe/call.js';
-import type { KeyRecord } from '../store/types.js';
+import type { KeyRecord } from '../domain/types.js';
 import { Exchange } from './exchange.js';
 import type { Credential, Rotation } from './rotation.js';
 

@@ -1,4 +1,5 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Refusal } from '../domain/types.js';
 import { noteCode } from '../observe/call.js';
 import { CORS_RESPONSE_HEADERS, withRequestId } from './headers.js';
 
@@ -46,6 +47,11 @@ export const GATEWAY_ERRORS = {
 } as const;
 
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
+
+/** Every refusal of the store is one of these codes (a compile-time check, nothing at run time). */
+export type RefusalsAreCodes = Refusal extends GatewayErrorCode ? true : never;
+const refusalsAreCodes: RefusalsAreCodes = true;
+void refusalsAreCodes;
 
 /** One entry of GATEWAY_ERRORS: status, type, message and, for some, the member the error is about. */
 type ErrorEntry = readonly [status: number, type: string, message: string, param?: string];

@@ -1,5 +1,5 @@
 import type { Endpoint } from '../config/types.js';
-import type { KeyMode } from '../store/types.js';
+import type { KeyMode } from '../domain/types.js';
 
 /** `stored-response`: GET|DELETE /responses/{id} and GET /responses/{id}/input_items. */
 export type RouteKind = 'inference' | 'models' | 'stored-response' | 'usage-page' | 'usage-api' | 'healthz' | 'readyz';

@@ -1,8 +1,8 @@
 import type { Config } from '../config/types.js';
 import { parseUsd } from '../money.js';
-import type { KeyMode } from '../store/types.js';
+import type { KeyMode } from '../domain/types.js';
 import { fieldError, IssuerError } from './errors.js';
-import { parseExpiry } from '../cli/expiry.js';
+import { parseExpiry } from '../issuer/expiry.js';
 
 /**
  * The issuer's input rules, shared by `tollgate keys …` (values are the flags' text) and the

@@ -3,8 +3,8 @@ import { displayPrefix, generateKey, hashKey, isWellFormedKey } from '../auth/ke
 import type { Config } from '../config/types.js';
 import { hasCredential } from '../config/load.js';
 import { formatUsd } from '../money.js';
-import type { AuditEntry, IssuerStore } from '../store/store.js';
-import type { Account, KeyRecord, KeyStatus } from '../store/types.js';
+import type { IssuerStore } from '../domain/interfaces.js';
+import type { Account, AuditEntry, KeyRecord, KeyStatus } from '../domain/types.js';
 import { IssuerError } from './errors.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from './input.js';
 

@@ -2,7 +2,7 @@ import { ONE, RATE_KINDS, type LeverRates, type Permille, type PriceNano, type R
 import { STANDARD_GEOS, STANDARD_SPEEDS, STANDARD_TIERS, type RequestLevers } from '../formats/levers.js';
 import type { TokenCounts, Usage } from '../formats/types.js';
 import { multiplyUp } from '../money.js';
-import type { KeyMode, UsageRecord } from '../store/types.js';
+import type { KeyMode, UsageRecord } from '../domain/types.js';
 
 /**
  * A call's price in nUSD; what was charged at the price's highest rate because the price has

@@ -2,8 +2,7 @@ import { MAX_OUTPUT_CAP } from '../config/load.js';
 import type { Model } from '../config/types.js';
 import type { RequestLevers } from '../formats/levers.js';
 import type { FormatAdapter } from '../formats/types.js';
-import type { Hold } from '../store/store.js';
-import type { KeyMode } from '../store/types.js';
+import type { Hold, KeyMode } from '../domain/types.js';
 import { holdRates } from './charge.js';
 
 /** A request body's top-level members, each parsed only when read (formats/model.ts RequestFacts). */

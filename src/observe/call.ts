@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Route } from '../http/routes.js';
 import { isLeverNote } from '../meter/charge.js';
 import { formatUsd } from '../money.js';
-import type { KeyRecord, UsageRecord } from '../store/types.js';
+import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import type { AccessLog } from './access-log.js';
 import { ENDPOINT_LABELS, ENDPOINT_OTHER, SURFACE_NONE, SURFACES, type Metrics } from './metrics.js';
 

@@ -1,5 +1,5 @@
-import type { StoreOptions } from './lmdb.js';
-import type { GatewayStore } from './store.js';
+import type { GatewayStore } from '../domain/interfaces.js';
+import type { StoreOptions } from './lmdb/store.js';
 
 /** Where the state lives: LMDB in a data directory, or a Redis/Valkey server (or Cluster). */
 export type StorePlan = { backend: 'lmdb'; dataDir: string } | { backend: 'redis'; url: string };
@@ -10,8 +10,8 @@ export type StorePlan = { backend: 'lmdb'; dataDir: string } | { backend: 'redis
  * is the TTL of owner records on Redis (on LMDB the retention sweep deletes them).
  */
 export async function openStore(plan: StorePlan, options: StoreOptions & { responseRetentionDays?: number } = {}): Promise<GatewayStore> {
-  if (plan.backend === 'redis') return (await import('./redis.js')).RedisStore.open(plan.url, options);
-  return (await import('./lmdb.js')).Store.open(plan.dataDir, options);
+  if (plan.backend === 'redis') return (await import('./redis/store.js')).RedisStore.open(plan.url, options);
+  return (await import('./lmdb/store.js')).Store.open(plan.dataDir, options);
 }
 
 /**
@@ -20,6 +20,6 @@ export async function openStore(plan: StorePlan, options: StoreOptions & { respo
  * what loads the embedded binding the check looks for.
  */
 export async function checkLmdbBinding(): Promise<void> {
-  await import('./lmdb.js');
+  await import('./lmdb/store.js');
   (await import('./binding.js')).assertFixedLmdbBinding();
 }

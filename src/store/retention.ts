@@ -1,5 +1,6 @@
 import { log } from '../log.js';
-import type { ResponseCursor, UsageStore } from './store.js';
+import type { UsageStore } from '../domain/interfaces.js';
+import type { ResponseCursor } from '../domain/types.js';
 
 const DAY_MS = 86_400_000;
 

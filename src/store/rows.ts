@@ -1,4 +1,4 @@
-import type { Account, KeyRecord, ResponseOwner, UsageRecord } from './types.js';
+import type { Account, AuditEntry, Hold, KeyRecord, ResponseOwner, UsageRecord } from '../domain/types.js';
 
 /**
  * Values are stored as flat arrays, not objects: msgpackr encodes an object as a "record" whose
@@ -86,8 +86,23 @@ export type CallRow = [string, string, number, number, number, number, string, s
 /** 0: holds a concurrency slot only (not forwarded); 1: hold placed, forwarded or about to be. */
 export type CallPhase = 0 | 1;
 
-/** A serving process, keyed by its owner id: [host name, pid, last heartbeat (ms)]. */
-export type ProcessRow = [string, number, number];
+/**
+ * A serving process, keyed by its owner id: [host name, pid, last heartbeat (ms), proof].
+ * Rows written since processes are known by identity (store/instance.ts) hold '' and 0 for the
+ * host and the pid, which builds that took a pid of this host for proof read as "another host"
+ * (so they go by the heartbeat), and the proof (boot, PID namespace, pid, start time) last.
+ */
+export type ProcessRow = [string, number, number, string?];
+
+/** This process's row, beating at `beat`. */
+export function processToRow(beat: number, proof: string): ProcessRow {
+  return ['', 0, beat, proof];
+}
+
+/** A process row's heartbeat and proof (none in rows of older builds: their heartbeat alone decides). */
+export function rowToProcess(r: ProcessRow): { beat: number; proof: string | null } {
+  return { beat: r[2], proof: r[3] ?? null };
+}
 
 /** A response's owner record, keyed [account id, response id]: [provider, credential, at (ms)]. */
 export type ResponseRow = [string, string, number];
@@ -99,4 +114,85 @@ export function responseToRow(made: Pick<ResponseOwner, 'provider' | 'credential
 
 export function rowToResponse(r: ResponseRow): ResponseOwner {
   return { provider: r[0], credential: r[1], at: r[2] };
+}
+
+// ── LMDB's rows of the request path, read and changed in place by these codecs only ──
+
+/** The entry of a call that took a concurrency slot at step 7, owned by `owner`, not yet forwarded. */
+export function slotToRow(account: string, owner: string, at: number): CallRow {
+  return [account, owner, at, 0, 0, 0, '', '', 0, 0];
+}
+
+/** The entry of a call whose hold is placed, owned by `owner` (the hold's fields, in the account's unit). */
+export function heldToRow(account: string, owner: string, hold: Pick<Hold, 'at' | 'amount' | 'interruptedCharge' | 'interruptedInputTokens' | 'endpoint' | 'model' | 'stream'>): CallRow {
+  return [account, owner, hold.at, hold.amount, hold.interruptedCharge, hold.interruptedInputTokens, hold.endpoint, hold.model, hold.stream ? 1 : 0, 1];
+}
+
+/** A call entry's fields by name (read per call in flight only where it is settled by the sweep or dumped). */
+export interface CallInFlight { account: string; owner: string; at: number; held: number; interruptedCharge: number; interruptedInputTokens: number; endpoint: string; model: string; stream: boolean; phase: CallPhase }
+
+export function rowToCall(r: CallRow): CallInFlight {
+  return { account: r[0], owner: r[1], at: r[2], held: r[3], interruptedCharge: r[4], interruptedInputTokens: r[5], endpoint: r[6], model: r[7], stream: r[8] === 1, phase: r[9] };
+}
+
+/** The account a call entry holds on, and what it holds (0: a slot only): read without decoding the entry. */
+export const callAccount = (r: CallRow): string => r[0];
+export const callOwner = (r: CallRow): string => r[1];
+export const callHeld = (r: CallRow): number => r[3];
+
+/** Adds `amount` (negative: releases) to what an account row holds, in place. */
+export function addHeld(r: AccountRow, amount: number): void {
+  r[4] = (r[4] ?? 0) + amount;
+}
+
+/** Charges an account row in place: nUSD off a credit account's balance, or tokens to a token account's use. */
+export function chargeRow(r: AccountRow, nano: number, tokens: number): void {
+  if (r[0] === 0) r[1] -= nano;
+  else r[3] += tokens;
+}
+
+/** Whether an account row is a credit account's. */
+export const isCreditRow = (r: AccountRow): boolean => r[0] === 0;
+
+/** A day's totals row plus another, as a new row. */
+export function addDailyRows(a: DailyRow, b: DailyRow): DailyRow {
+  return [a[0] + b[0], a[1] + b[1], a[2] + b[2]];
+}
+
+/** Adds one settled call to a day's totals row being summed, in place. */
+export function countInDaily(r: DailyRow, costNano: number, tokens: number): void {
+  r[0] += 1;
+  r[1] += costNano;
+  r[2] += tokens;
+}
+
+export function rowToDaily(r: DailyRow): { requests: number; costNano: number; tokens: number } {
+  return { requests: r[0], costNano: r[1], tokens: r[2] };
+}
+
+/** A key's rate window: [window start (ms), requests in it]. */
+export type RateRow = [number, number];
+
+/** When a response's owner record was made (for its retention). */
+export const responseRowAt = (r: ResponseRow): number => r[2];
+
+/** An audit entry: [at, action, key id, actor, address, detail JSON]. */
+export type AuditRow = [number, string, string | null, string, string | null, string];
+
+export function auditToRow(e: AuditEntry): AuditRow {
+  return [e.at, e.action, e.keyId, e.actor, e.address, JSON.stringify(e.detail)];
+}
+
+export function rowToAudit(r: AuditRow): AuditEntry {
+  return { at: r[0], action: r[1], keyId: r[2], actor: r[3], address: r[4], detail: JSON.parse(r[5]) as Record<string, unknown> };
+}
+
+/** The key id an audit row is of (read before decoding it). */
+export const auditKeyId = (r: AuditRow): string | null => r[2];
+
+/** A rate window's start (ms) and the requests counted in it; counts one more, in place. */
+export const windowStart = (r: RateRow): number => r[0];
+export const windowCount = (r: RateRow): number => r[1];
+export function countInWindow(r: RateRow): void {
+  r[1] += 1;
 }

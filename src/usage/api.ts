@@ -1,10 +1,10 @@
 import type { ServerResponse } from 'node:http';
-import { fundsRefusal } from '../admit/admit.js';
+import { fundsRefusal } from '../domain/rules.js';
 import { CORS_RESPONSE_HEADERS, withRequestId } from '../http/headers.js';
 import { formatUsd } from '../money.js';
+import type { UsageStore } from '../domain/interfaces.js';
+import type { Account, KeyRecord, UsageRecord } from '../domain/types.js';
 import { noteCode } from '../observe/call.js';
-import type { UsageStore } from '../store/store.js';
-import type { Account, KeyRecord, UsageRecord } from '../store/types.js';
 
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 500;

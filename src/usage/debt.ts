@@ -1,4 +1,4 @@
-import type { Account } from '../store/types.js';
+import type { Account } from '../domain/types.js';
 
 /**
  * What an account owes: a call is charged in full after it ran, so the last call of a key can

@@ -1,6 +1,19 @@
 import type { Endpoint } from '../config/types.js';
 
+/**
+ * The domain's records: what the pipeline, the issuer, the usage views and the store all speak
+ * of. The ground floor: it imports nothing of the project but the endpoint names.
+ */
+
 export type KeyMode = 'credit' | 'token';
+
+/**
+ * Why the store refuses a call (steps 3–10 of the order of checks, and a store that failed):
+ * each one of the gateway's error codes (http/errors.ts, which checks that it is).
+ */
+export type Refusal =
+  | 'invalid_api_key' | 'key_suspended' | 'key_expired' | 'insufficient_credit' | 'token_budget_exhausted' | 'rate_limit_exceeded'
+  | 'concurrency_limit_exceeded' | 'model_not_allowed' | 'model_not_available' | 'previous_response_not_found' | 'store_unavailable';
 export type KeyStatus = 'active' | 'suspended';
 
 /** A key as stored: the secret itself is never stored, only its SHA-256 (`hash`). */
@@ -121,3 +134,75 @@ export interface DailyTotals {
   tokens: number;
   byModel: Record<string, { requests: number; costNano: number; tokens: number }>;
 }
+
+/** A key to create: its record's issuer-set fields, and its opening amount. */
+export type NewKey = Pick<KeyRecord, 'hash' | 'prefix' | 'name' | 'mode' | 'models' | 'rpm' | 'expiresAt' | 'concurrency'> & {
+  /** Opening balance (nUSD) for credit keys, budget (tokens) for token keys. */
+  amount: number;
+};
+
+/** The charge a finished request makes on its key's account. */
+export interface Charge { nano: number; tokens: number }
+
+/**
+ * What a call holds against its account before it is forwarded (see meter/hold.ts), and what
+ * it is charged should its process die before the call is settled.
+ */
+export interface Hold {
+  /** The call's worst-case cost, in the account's unit (nUSD for credit, tokens for token). */
+  amount: number;
+  /** The charge of an interrupted call, in the account's unit. */
+  interruptedCharge: number;
+  /** The input tokens that charge stands for (estimated from the request's size). */
+  interruptedInputTokens: number;
+  endpoint: string;
+  model: string;
+  /** The model's `enabled` in the config file: what step 10 obeys when no run-time switch is set. */
+  enabledByDefault: boolean;
+  stream: boolean;
+  at: number;
+  /**
+   * The stored responses the call continues (Responses' `previous_response_id`: every value the
+   * body names), each of which the key's account must have made, or the hold is refused with
+   * `previous_response_not_found`; '' stands for a value that cannot be a response id (made by
+   * nobody). Null when the call names none.
+   */
+  previousResponses: readonly string[] | null;
+}
+
+/**
+ * A response the provider made for a call (the id its answer carries) and where it was made:
+ * recorded as the account's with the call's settlement (`Ledger.record`).
+ */
+export interface MadeResponse {
+  id: string;
+  provider: string;
+  credential: string;
+}
+
+/**
+ * The hold of a call computed before its admission (its body came whole with its head), in both
+ * units: which one applies is known only once the key is read.
+ */
+export interface HoldEitherWay {
+  /** The hold should the key be a credit key (nUSD). */
+  credit: Hold;
+  /** The hold should the key be a token key (tokens); the same call, endpoint, model and time. */
+  token: Hold;
+}
+
+/** One issuer change: when, what, which key, by whom (never a secret). */
+export interface AuditEntry {
+  at: number;
+  /** `key.create`, `key.suspend`, `key.resume`, `key.topup`, `key.extend`, `key.set`, `key.rotate`, `model.enable`, `model.disable` */
+  action: string;
+  keyId: string | null;
+  /** `cli@HOSTNAME`, or `admin-api` */
+  actor: string;
+  /** The admin API caller's address; null for the local command line. */
+  address: string | null;
+  detail: Record<string, unknown>;
+}
+
+/** Where a retention sweep of owner records goes on from: [account id, response id]. */
+export type ResponseCursor = readonly [string, string];

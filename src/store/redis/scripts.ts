@@ -1,5 +1,5 @@
 /**
- * The server-side scripts of the Redis backend (./redis.ts). Each one is one atomic step, run
+ * The server-side scripts of the Redis backend (./store.ts and the files beside it). Each one is one atomic step, run
  * with EVALSHA (ioredis `defineCommand`, which falls back to EVAL once after a NOSCRIPT, e.g.
  * after a restart of Redis).
  *

@@ -28,12 +28,6 @@ export function parseExpiry(text: string): number {
   return date.start + parseTimeOfDay(input.slice(sep + 1), text);
 }
 
-export function warnIfPast(expiresAt: number | null): void {
-  if (expiresAt !== null && expiresAt < Date.now()) {
-    process.stderr.write(`warning: the expiry ${new Date(expiresAt).toISOString()} is in the past; the key is expired\n`);
-  }
-}
-
 // ── dates ───────────────────────────────────────────────────────────────────
 
 /** The UTC start of the date (epoch ms) and how many days it spans (1, a week, a month). */

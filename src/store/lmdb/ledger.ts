@@ -1,0 +1,329 @@
+import type { CommitListener, HoldListener } from '../../domain/interfaces.js';
+import { fundsRefusal, modelSwitchedOn, retryAfterSeconds, windowOver } from '../../domain/rules.js';
+import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, ResponseOwner, UsageRecord } from '../../domain/types.js';
+import { log } from '../../log.js';
+import { tell, tellCommitted } from '../common.js';
+import { RetryQueue } from '../retry.js';
+import { addDailyRows, addHeld, callAccount, callHeld, chargeRow, countInDaily, countInWindow, heldToRow, processToRow, responseToRow, rowToAccount, rowToResponse, slotToRow, usageToRow, windowCount, windowStart, type AccountRow, type DailyRow, type RateRow, type ResponseRow } from '../rows.js';
+import type { Database } from 'lmdb';
+import { LmdbUsage } from './usage.js';
+
+/** Told the outcome of step 7 (rate window, concurrency slot): null admitted, else the refusal. */
+export type AdmitListener = (refusal: Refusal | null, retryAfter: number) => void;
+
+/**
+ * Holds, releases and settlements (Ledger), and the queued step 7 of admissions: every check,
+ * hold and record of one event-loop turn in one synchronous transaction, the group commit.
+ */
+export class LmdbLedger extends LmdbUsage {
+  protected admits: Array<[KeyRecord, string, number, AdmitListener]> = [];
+
+  protected holds: Array<[KeyRecord, string, Hold, HoldListener, ResponseOwner | null]> = [];
+
+  protected releases: ReleaseEntry[] = [];
+
+  protected records: RecordEntry[] = [];
+
+  /** Settlements and releases of a failed commit, tried again in order (store/retry.ts). */
+  protected readonly retries = new RetryQueue<RecordEntry | ReleaseEntry>((items) => Promise.resolve(this.commitRetries(items)));
+
+  protected flushScheduled = false;
+
+  /** This process's id as the owner of its calls in flight, once it serves (see serveCalls). */
+  protected owner: string | null = null;
+
+  protected heartbeatDue = false;
+
+  /** What proves this process gone to others on this machine (store/instance.ts), as its row holds it. */
+  protected proof = '';
+
+  /** The current UTC day as 'YYYY-MM-DD' and the ms range it covers: formatted once a day, not per record. */
+  protected day = { from: 0, to: 0, text: '' };
+
+  /**
+   * Step 7: counts one request in the key's fixed 60-second window (which starts with the
+   * first request after the previous one ended) and, for a key with a concurrency limit, takes
+   * one of its slots. Tells `done` null when admitted, else `rate_limit_exceeded` with the
+   * seconds left in the window, or `concurrency_limit_exceeded`.
+   *
+   * Queued with every other check and record of this event-loop turn and decided in their
+   * group commit, under LMDB's write lock: exact across processes. A refused request takes
+   * nothing: neither a count in the window nor a slot.
+   */
+  protected countLater(key: KeyRecord, callId: string, now: number, done: AdmitListener): void {
+    this.admits.push([key, callId, now, done]);
+    this.schedule();
+  }
+
+  /**
+   * Before forwarding: holds the call's worst case against its account. Re-checks the funds
+   * net of every hold already placed (step 6 again, atomically): when nothing is left, the
+   * hold is refused and `done` is told the 402 code; so of calls that passed step 6 together,
+   * only those that find funds left go on. Also the call's entry in flight, written before it
+   * is forwarded so that a process dying with it leaves a trace (see serveCalls).
+   */
+  hold(key: KeyRecord, callId: string, hold: Hold, done: HoldListener): void {
+    // Step 10's run-time switch, read now as every other read of the request path.
+    if (!modelSwitchedOn(this.modelSwitches.get(hold.model), hold.enabledByDefault)) {
+      this.release(key, callId);
+      return done('model_not_available', null);
+    }
+    // The responses it continues, read now too: a foreign or unknown one is refused before the
+    // funds are checked again, and nothing is held.
+    const continued = hold.previousResponses === null ? null : this.madeAll(key.account, hold.previousResponses);
+    if (continued === undefined) {
+      this.release(key, callId);
+      return done('previous_response_not_found', null);
+    }
+    this.holds.push([key, callId, hold, done, continued]);
+    this.schedule();
+  }
+
+  /**
+   * Ends a call that was admitted but never forwarded (refused after step 7, or its client
+   * left before it went out) or that is neither billed nor listed (GET /models): frees its
+   * concurrency slot and releases its hold, without a charge or a record. Idempotent.
+   */
+  release(key: KeyRecord, callId: string): void {
+    this.releases.push([key, callId]);
+    this.schedule();
+  }
+
+  /**
+   * Settles a forwarded call: releases its hold, charges the account and stores the usage
+   * record and the day's totals, in one step (the call's entry in flight goes with it, so a
+   * call is settled exactly once: a call already settled by another process, because this
+   * one was taken for dead, is not charged again). Queued for this turn's group commit;
+   * `listener` is told once it is committed, so the caller can hold back the response's last
+   * byte until then.
+   *
+   * `settles: false` is for a record that is not a forwarded call's settlement (a call that
+   * failed inside the gateway): it is stored whether or not the call has an entry in flight,
+   * and ends that entry if it has one. `response`: its owner record goes in the same commit.
+   */
+  record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true, response: MadeResponse | null = null): void {
+    this.records.push([key, usage, charge, listener, settles, response]);
+    this.schedule();
+  }
+
+  protected schedule(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(this.flush);
+  }
+
+  /**
+   * The group commit: every check, hold and record queued during the turn, in one synchronous
+   * transaction. Measured (architecture.md, and again in bench/README.md): a synchronous noSync
+   * commit costs ≈ 13–17 µs, an awaited async transaction 130–450 µs; one per turn instead of
+   * one per request keeps that off each request's latency and its CPU.
+   *
+   * Settlements go first, so the funds and slots they free are there for the admissions and
+   * holds of the same turn.
+   */
+  protected readonly flush = (): void => {
+    this.flushScheduled = false;
+    const { admits, holds, releases, records } = this;
+    this.admits = [];
+    this.holds = [];
+    this.releases = [];
+    this.records = [];
+    const admitted: Array<[Refusal | null, number]> = [];
+    const held: Array<Refusal | null> = [];
+    let failure: unknown = null;
+    try {
+      this.root.transactionSync(() => {
+        const accounts = new AccountCache(this.accounts);
+        this.applyRecords(records, accounts);
+        for (const [key, callId] of releases) this.endCall(key.id, callId, accounts);
+        this.countRequests(admits, admitted);
+        this.placeHolds(holds, accounts, held);
+        accounts.writeBack();
+        if (this.heartbeatDue && this.owner !== null) {
+          this.heartbeatDue = false;
+          this.processes.put(this.owner, processToRow(Date.now(), this.proof));
+        }
+      });
+    } catch (err) {
+      failure = err;
+      log('error', 'store_commit_failed', { error: String(err) });
+      // The calls settled or released in it keep their holds; tried again in order (retry.ts).
+      for (const r of records) this.retries.add(r, r[1].callId);
+      for (const r of releases) this.retries.add(r, r[1]);
+    }
+    // Fail closed: when the commit failed, nothing is admitted and nothing is forwarded.
+    for (let i = 0; i < admits.length; i++) {
+      const [refusal, retryAfter] = failure === null ? admitted[i]! : ['store_unavailable' as const, 0];
+      tell(admits[i]![3], refusal, retryAfter);
+    }
+    for (let i = 0; i < holds.length; i++) tell(holds[i]![3], failure === null ? held[i]! : 'store_unavailable', failure === null && held[i] === null ? holds[i]![4] : null);
+    if (records.length === 0) return;
+    if (failure === null && this.fsync === 'commit' && !this.syncedCommits) {
+      // One asynchronous flush (lmdb-js's worker thread) for the whole group, then the answers.
+      this.syncToDisk((err) => {
+        for (const r of records) tellCommitted(r[3], err ?? null);
+      });
+      return;
+    }
+    for (const r of records) tellCommitted(r[3], failure);
+  };
+
+  /**
+   * Commits what failed commits left (store/retry.ts), oldest first, in one transaction of its
+   * own (a group commit of new calls never waits on it); returns how many were committed.
+   */
+  protected commitRetries(items: readonly (RecordEntry | ReleaseEntry)[]): number {
+    this.root.transactionSync(() => {
+      const accounts = new AccountCache(this.accounts);
+      for (const item of items) {
+        if (item.length === 2) this.endCall(item[0].id, item[1], accounts);
+        else this.applyRecords([item], accounts);
+      }
+      accounts.writeBack();
+    });
+    return items.length;
+  }
+
+  /** Tries now what failed commits left; resolves to how many are still kept. */
+  retryFailed(): Promise<number> {
+    return this.retries.retry();
+  }
+
+  /**
+   * Decides the queued rate and concurrency checks in order. Each key's window is read and
+   * written once per group, however many of its requests the group holds; a key's calls in
+   * flight are counted from its entries (at most its limit, so the count is short).
+   */
+  protected countRequests(admits: Array<[KeyRecord, string, number, AdmitListener]>, decisions: Array<[Refusal | null, number]>): void {
+    const windows = new Map<string, RateRow>();
+    for (const [key, callId, now] of admits) {
+      let window: RateRow | undefined;
+      if (key.rpm !== null) {
+        window = windows.get(key.id) ?? this.rate.get(key.id);
+        if (window === undefined || windowOver(windowStart(window), now)) window = [now, 0];
+        windows.set(key.id, window);
+        if (windowCount(window) >= key.rpm) {
+          decisions.push(['rate_limit_exceeded', retryAfterSeconds(windowStart(window), now)]);
+          continue;
+        }
+      }
+      if (key.concurrency !== null) {
+        if (this.calls.getKeysCount({ start: [key.id, ''], end: [key.id, '\uffff'] }) >= key.concurrency) {
+          decisions.push(['concurrency_limit_exceeded', 1]);
+          continue;
+        }
+        this.calls.put([key.id, callId], slotToRow(key.account, this.owner ?? '', now));
+      }
+      if (window !== undefined) countInWindow(window);
+      decisions.push([null, 0]);
+    }
+    for (const [keyId, window] of windows) this.rate.put(keyId, window);
+  }
+
+  /** Places the queued holds in order, each re-checking the funds net of the holds before it. */
+  protected placeHolds(holds: Array<[KeyRecord, string, Hold, HoldListener, ResponseOwner | null]>, accounts: AccountCache, decisions: Array<Refusal | null>): void {
+    for (const [key, callId, hold] of holds) {
+      const acct = accounts.get(key.account);
+      const short = acct === undefined ? null : fundsRefusal(rowToAccount(acct));
+      if (short !== null) {
+        // Nothing goes out: the slot the call took at step 7, if any, is freed.
+        this.calls.remove([key.id, callId]);
+        decisions.push(short);
+        continue;
+      }
+      if (acct !== undefined) addHeld(acct, hold.amount);
+      this.calls.put([key.id, callId], heldToRow(key.account, this.owner ?? '', hold));
+      decisions.push(null);
+    }
+  }
+
+  /**
+   * When `account` made every one of these responses (each a read of the state as of this turn),
+   * the owner record of the last; else undefined.
+   */
+  protected madeAll(account: string, ids: readonly string[]): ResponseOwner | undefined {
+    let row: ResponseRow | undefined;
+    for (const id of ids) if ((row = this.responses.get([account, id])) === undefined) return undefined;
+    return row === undefined ? undefined : rowToResponse(row);
+  }
+
+  /** Deletes a call's entry in flight and releases its hold; false when it was not there. */
+  protected endCall(keyId: string, callId: string, accounts: AccountCache): boolean {
+    const call = this.calls.get([keyId, callId]);
+    if (call === undefined) return false;
+    this.calls.remove([keyId, callId]);
+    const held = callHeld(call);
+    if (held !== 0) {
+      const acct = accounts.get(callAccount(call));
+      if (acct !== undefined) addHeld(acct, -held);
+    }
+    return true;
+  }
+
+  protected dayOf(at: number): string {
+    const day = this.day;
+    if (at < day.from || at >= day.to) {
+      const from = at - (at % 86_400_000);
+      this.day = { from, to: from + 86_400_000, text: new Date(from).toISOString().slice(0, 10) };
+    }
+    return this.day.text;
+  }
+
+  /**
+   * Settles the queued calls: each call's hold is released and its charge applied to the
+   * account (read and written once per group through the cache), its record stored, and its
+   * day totals summed per (key, day, model): one read and one write each per group, not per
+   * request (at c=32 these puts were ≈ 9 % of the gateway's CPU, bench/profile.ts).
+   */
+  protected applyRecords(records: readonly RecordEntry[], accounts: AccountCache): void {
+    const days = new Map<string, [[string, string, string], DailyRow]>();
+    for (const [key, usage, charge, , settles, response] of records) {
+      // The provider made the response for this account whatever the ledger's state of the call.
+      if (response !== null) this.responses.put([key.account, response.id], responseToRow(response, usage.at));
+      if (!this.endCall(key.id, usage.callId, accounts) && settles) {
+        log('warn', 'call_already_settled', { requestId: usage.callId, keyPrefix: key.prefix });
+        continue;
+      }
+      this.usage.put([key.id, usage.at, usage.callId], usageToRow(usage));
+      const acct = accounts.get(key.account);
+      if (acct !== undefined) chargeRow(acct, charge.nano, charge.tokens);
+      // Tokens are counted for both kinds of key (what was used); cost is what was charged.
+      const day = this.dayOf(usage.at);
+      const id = `${key.id}\n${day}\n${usage.model}`;
+      const total = days.get(id);
+      if (total === undefined) days.set(id, [[key.id, day, usage.model], [1, charge.nano, usage.tokensCharged]]);
+      else countInDaily(total[1], charge.nano, usage.tokensCharged);
+    }
+    for (const [dayKey, add] of days.values()) this.addDaily(dayKey, add);
+  }
+
+  protected addDaily(dayKey: [string, string, string], add: DailyRow): void {
+    const row = this.daily.get(dayKey);
+    this.daily.put(dayKey, row === undefined ? add : addDailyRows(row, add));
+  }
+}
+
+/** A settlement queued for the group commit: key, record, charge, listener, settles, response made. */
+export type RecordEntry = [KeyRecord, UsageRecord, Charge, CommitListener, boolean, MadeResponse | null];
+/** A release queued for the group commit: key, call id. */
+export type ReleaseEntry = [KeyRecord, string];
+
+/**
+ * The accounts touched by one transaction: each read once and written back once, however many
+ * holds, releases and charges of the group fall on it.
+ */
+export class AccountCache {
+  private readonly rows = new Map<string, AccountRow | undefined>();
+  constructor(private readonly db: Database<AccountRow, string>) {}
+
+  get(id: string): AccountRow | undefined {
+    if (this.rows.has(id)) return this.rows.get(id);
+    const row = this.db.get(id);
+    this.rows.set(id, row);
+    return row;
+  }
+
+  writeBack(): void {
+    for (const [id, row] of this.rows) if (row !== undefined) this.db.put(id, row);
+  }
+}
