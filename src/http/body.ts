@@ -234,12 +234,28 @@ export function readBody(req: IncomingMessage, max: number, inspector: BodyInspe
       resolve(TOO_LARGE);
       return;
     }
-    const read = new BodyRead(req, max, inspector, resolve);
-    req.on('data', (chunk: Buffer) => read.data(chunk));
-    req.once('end', () => read.end());
-    req.once('error', () => read.finish(undefined));
-    req.once('aborted', () => read.finish(undefined));
+    (req as ReadRequest)[kRead] = new BodyRead(req, max, inspector, resolve);
+    // The same four functions for every request, kept with `on` (a read ignores whatever comes
+    // after it finished): no closure or `once` wrapper per request.
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onGone);
+    req.on('aborted', onGone);
   });
+}
+
+const kRead = Symbol('tollgate.bodyRead');
+type ReadRequest = IncomingMessage & { [kRead]: BodyRead };
+
+function onData(this: ReadRequest, chunk: Buffer): void {
+  this[kRead].data(chunk);
+}
+function onEnd(this: ReadRequest): void {
+  this[kRead].end();
+}
+/** The client went away (or its stream failed) before the body ended. */
+function onGone(this: ReadRequest): void {
+  this[kRead].finish(undefined);
 }
 
 /**

@@ -213,14 +213,13 @@ export function chargeFor(usage: Usage, price: PriceNano, mode: KeyMode): CallCh
 /** The record fields that say what kinds of tokens a call used and how they were read and priced. */
 export function usageDetail(usage: Usage | undefined, estimateReason: string | null, charge: CallCharge, price: PriceNano): Pick<UsageRecord,
   'cacheWrite1hTokens' | 'audioInputTokens' | 'imageInputTokens' | 'audioOutputTokens' | 'imageOutputTokens' | 'toolCalls' | 'serviceTier' | 'speed' | 'inferenceGeo' | 'estimateReason' | 'worstCase' | 'longContext'> {
-  const tools = usage === undefined ? [] : Object.entries(usage.toolCalls).filter(([, n]) => n > 0);
   return {
     cacheWrite1hTokens: usage?.cacheWrite1h ?? 0,
     audioInputTokens: usage?.audioInput ?? 0,
     imageInputTokens: usage?.imageInput ?? 0,
     audioOutputTokens: usage?.audioOutput ?? 0,
     imageOutputTokens: usage?.imageOutput ?? 0,
-    toolCalls: tools.length === 0 ? null : Object.fromEntries(tools),
+    toolCalls: usage === undefined ? null : toolCallsMade(usage.toolCalls),
     serviceTier: usage?.serviceTier ?? null,
     speed: usage?.speed ?? null,
     // Where the call was processed: as the answer reports it, else the provider's region.
@@ -229,6 +228,13 @@ export function usageDetail(usage: Usage | undefined, estimateReason: string | n
     worstCase: charge.worstCase,
     longContext: charge.longContext,
   };
+}
+
+/** The tool calls a call made, by name, those counted zero left out; null for none (nearly every call: nothing allocated). */
+function toolCallsMade(counts: Record<string, number>): Record<string, number> | null {
+  let made: Record<string, number> | null = null;
+  for (const tool in counts) if (counts[tool]! > 0) (made ??= {})[tool] = counts[tool]!;
+  return made;
 }
 
 /**

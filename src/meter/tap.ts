@@ -226,7 +226,8 @@ export class UsageTap {
     const usage = reading.usage;
     if (state.serviceTier !== null) usage.serviceTier = state.serviceTier;
     if (state.toolCalls !== null) for (const [tool, n] of Object.entries(state.toolCalls)) usage.toolCalls[tool] = (usage.toolCalls[tool] ?? 0) + n;
-    for (const [tool, n] of Object.entries(this.levers.impliedToolCalls)) usage.toolCalls[tool] = Math.max(usage.toolCalls[tool] ?? 0, n);
+    const implied = this.levers.impliedToolCalls;
+    for (const tool in implied) usage.toolCalls[tool] = Math.max(usage.toolCalls[tool] ?? 0, implied[tool]!);
     usage.extendedCache = this.levers.cacheWriteExtended;
     return reading;
   }
