@@ -69,7 +69,6 @@ export async function serveCommand(args: string[]): Promise<void> {
     ? { host: configured.admin.host, port: adminPort, token }
     : null;
 
-  if (cluster.isPrimary) process.stdout.write(`${catalogueLine(configured)}\n`);
   if (workers > 1 && cluster.isPrimary) {
     if (plan.backend === 'lmdb') await checkLmdbBinding(); // once, here, rather than once per worker that would fail on it
     return runPrimary(workers, await providersFor(configured, values.mock === true), plan, admin);
@@ -114,7 +113,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   await listen(gateway.server, port, host);
   const url = urlOf(gateway.server);
   if (cluster.isWorker) process.send?.({ listening: url });
-  else process.stdout.write(listeningLine(url, plan, 1, providers.mock));
+  else process.stdout.write(catalogueLine(config) + listeningLine(url, plan, 1, providers.mock));
 
   if (cluster.isPrimary && !stopping) {
     const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), notInRotation: () => credentialWatch.notInRotation() };
@@ -215,15 +214,16 @@ class ClusterCredentialWatch {
 }
 
 /**
- * What the catalogue serves, said once at start-up: `tollgate serves 41 models: 22 from openai,
- * 19 from anthropic` (entries, not counting their aliases).
+ * What the catalogue serves, said once at start-up, in the line before the listening line (so a
+ * server that never listens prints nothing on stdout): `tollgate serves 41 models: 22 from
+ * openai, 19 from anthropic` (entries, not counting their aliases).
  */
 export function catalogueLine(config: Config): string {
   const perProvider = new Map<string, number>();
   for (const m of config.models.values()) perProvider.set(m.provider.name, (perProvider.get(m.provider.name) ?? 0) + 1);
   const parts = [...perProvider].map(([provider, n]) => `${n} from ${provider}`);
   const n = config.models.size;
-  return `tollgate serves ${n} model${n === 1 ? '' : 's'}${parts.length === 0 ? '' : `: ${parts.join(', ')}`}`;
+  return `tollgate serves ${n} model${n === 1 ? '' : 's'}${parts.length === 0 ? '' : `: ${parts.join(', ')}`}\n`;
 }
 
 /**
@@ -307,7 +307,7 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
       credentialWatch.heard(worker, message);
       if (message?.listening && ++listening === workers && !announced) {
         announced = true;
-        process.stdout.write(listeningLine(message.listening, plan, workers, providers.mock));
+        process.stdout.write(catalogueLine(providers.config) + listeningLine(message.listening, plan, workers, providers.mock));
         openStore(plan, config.storage).then((s) => {
           store = s;
           if (stopping) return;
