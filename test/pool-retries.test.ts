@@ -110,6 +110,17 @@ t.test('a stream through a pool whose first credential is rate limited: the whol
   const record = await recordOf(gw, onA.key, 'stream-retried');
   t.match(record, { status: 200, stream: true, attempts: 2, inputTokens: 11, outputTokens: 7 }, 'one record, two sends, the answered stream\'s usage');
   t.ok(record.costNanoUsd > 0, 'billed');
+  t.equal(record.credential, undefined, 'the tenant is not told the credential');
+  // The operator's export names the credential that answered, never its value: JSON and CSV.
+  const exported = (url: string): Promise<Response> => fetch(`${gw.admin}/admin/v1/keys/${onA.key.slice(0, 12)}/usage${url}`, { headers: { authorization: 'Bearer test-admin-token' } });
+  const json = (await (await exported('')).json()) as { requests: any[] };
+  t.match(json.requests.find((r) => r.requestId === 'stream-retried'), { attempts: 2, credential: 'org-b' }, 'admin export (JSON): attempts and the credential that answered');
+  const csv = await (await exported('?format=csv')).text();
+  const [header, ...lines] = csv.trim().split(/\r?\n/);
+  const columns = header!.split(',');
+  const row = lines.find((l) => l.includes('stream-retried'))!.split(',');
+  t.same([row[columns.indexOf('attempts')], row[columns.indexOf('credential')]], ['2', 'org-b'], 'admin export (CSV): the same');
+  t.notOk(csv.includes(gw.secrets['org-b']!) || JSON.stringify(json).includes(gw.secrets['org-b']!), 'never the credential\'s value');
   // retry-after-ms rests the pair 5 s.
   await gw.advance(4_999);
   const before = gw.mocks['org-a']!.requests.length;
