@@ -98,3 +98,19 @@ t.test('with --workers 2 the admin listener sums every worker\'s metrics', async
   t.equal(all.get('tollgate_tokens_total{surface="credit",endpoint="chat",kind="input"}'), calls * 2);
   t.equal(Math.round(all.get('tollgate_billed_usd_total{endpoint="chat"}')! * 1e9), calls * (2 * 150 + 600));
 });
+
+t.test('with --workers 2 a credential is shown up only when it is up in every worker (the minimum, not the sum)', async (t) => {
+  const gw = await startGateway(t, { admin: true, workers: 2 });
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  const up = async (): Promise<number | undefined> => parseMetrics(await (await fetch(`${gw.admin}/metrics`)).text()).get('tollgate_upstream_credential_up{provider="openai",credential="default"}');
+  t.equal(await up(), 1, 'in rotation in both workers: 1 (a sum would say 2)');
+  // One call, so one worker, told to wait a minute: that worker rests the credential for the model.
+  gw.mock.refuseAll(429, { headers: { 'retry-after': '60' } });
+  const refused = await fetch(`${gw.base}/v1/chat/completions`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [] }),
+  });
+  await refused.arrayBuffer();
+  t.equal(refused.status, 429, 'the provider\'s 429 passed on');
+  gw.mock.answerAll();
+  t.equal(await up(), 0, 'resting in one worker: 0 (a sum or a maximum would say 1)');
+});
