@@ -9,8 +9,15 @@
  *
  *   node --import tsx bench/instructions.ts [BUILD_DIR ...]      (default: this checkout)
  *
- * A BUILD_DIR is a checkout with `dist/cli/main.js`. Needs valgrind (Debian's package). Slow:
- * about a minute per build.
+ * A BUILD_DIR is a checkout with `dist/cli/main.js`; name builds more than once to alternate
+ * them. Needs valgrind (Debian's package). About a minute and a half per build.
+ *
+ * Repeatable to ±0.3 % for most runs of a build; some runs read 5–8 % higher, when a compilation
+ * or a full collection fell inside the window (with 1,500 calls of warm-up, most did: figures
+ * twice as high and ±4 %). The warm-up is long for that reason; take each build's minimum over
+ * a few alternated runs.
+ *
+ * Environment: BENCH_WARM_UP (calls before the window, default 6000), BENCH_CALLS (default 2000).
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,8 +27,8 @@ import { Agent, request } from 'undici';
 import { CHAT_PATH, guardChildren, HOST, machine, MODEL, PLAIN_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir } from './lib.js';
 
 const builds = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
-const WARM_UP = Number(process.env.BENCH_WARM_UP || 1500);
-const CALLS = Number(process.env.BENCH_CALLS || 1000);
+const WARM_UP = Number(process.env.BENCH_WARM_UP || 6000);
+const CALLS = Number(process.env.BENCH_CALLS || 2000);
 
 /** The instructions (Ir) of the largest callgrind dump in `dir`: the counted window's. */
 function windowInstructions(dir: string): number {
