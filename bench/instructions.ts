@@ -12,7 +12,7 @@
  * A BUILD_DIR is a checkout with `dist/cli/main.js`; name builds more than once to alternate
  * them. Needs valgrind (Debian's package). About a minute and a half per build.
  *
- * Repeatable to ±0.3 % for most runs of a build; some runs read 5–8 % higher, when a compilation
+ * Repeatable to ±0.3 % for most runs of a build; some runs read 5–15 % higher, when a compilation
  * or a full collection fell inside the window (with 1,500 calls of warm-up, most did: figures
  * twice as high and ±4 %). The warm-up is long for that reason; take each build's minimum over
  * a few alternated runs.
