@@ -20,11 +20,11 @@
  * Environment: BENCH_WARM_UP (calls before the window, default 6000), BENCH_CALLS (default 2000).
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { CHAT_PATH, guardChildren, HOST, machine, MODEL, PLAIN_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir } from './lib.js';
+import { CHAT_PATH, guardChildren, HOST, machine, PLAIN_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir, writeBenchConfig } from './lib.js';
 
 const builds = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
 const WARM_UP = Number(process.env.BENCH_WARM_UP || 6000);
@@ -46,14 +46,7 @@ async function measure(build: string, mockUrl: string): Promise<number> {
   const cli = join(build, 'dist', 'cli', 'main.js');
   const dir = tempDir('tollgate-bench-instructions-');
   const config = join(dir, 'tollgate.config.json');
-  writeFileSync(config, JSON.stringify({
-    server: { host: HOST, port: 0 },
-    providers: {
-      openai: { baseUrl: `${mockUrl}/v1`, auth: 'bearer', apiKeyEnv: 'OPENAI_API_KEY' },
-      anthropic: { baseUrl: `${mockUrl}/v1`, auth: 'x-api-key', apiKeyEnv: 'ANTHROPIC_API_KEY' },
-    },
-    models: { [MODEL]: { provider: 'openai', endpoints: ['chat', 'responses'], price: { input: 0.15, output: 0.6, cachedInput: 0.075 } } },
-  }));
+  writeBenchConfig(config, mockUrl);
   const common = ['--config', config, '--data', join(dir, 'data')];
   const { key } = JSON.parse(await runNode([cli, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common])) as { key: string };
   const out = join(dir, 'callgrind.out');

@@ -372,17 +372,11 @@ export interface TollgateOptions {
 }
 
 /**
- * A temporary config pointing both providers at the mock, a data directory, a credit key made
- * with the real CLI ($1,000,000 balance, no rpm limit), and `tollgate serve` on port 0.
+ * Writes the bench's config to `file`: both providers on the mock, the bench's two models at
+ * their prices, and `extra` sections (limits, log, storage) over them.
  */
-export async function startTollgate(name: string, mockUrl: string, workers: number, options: TollgateOptions = {}): Promise<Tollgate> {
-  const { nodeFlags = [], limits, executable } = options;
-  // The binary is its own Node.js: no node flags, no script.
-  const cli = executable ? [] : [options.cli ?? CLI];
-  const dir = tempDir('tollgate-bench-');
-  const configFile = join(dir, 'tollgate.config.json');
-  const dataDir = join(dir, 'data');
-  writeFileSync(configFile, JSON.stringify({
+export function writeBenchConfig(file: string, mockUrl: string, extra: Record<string, unknown> = {}): void {
+  writeFileSync(file, JSON.stringify({
     server: { host: HOST, port: 0 },
     providers: {
       openai: { baseUrl: `${mockUrl}/v1`, auth: 'bearer', apiKeyEnv: 'OPENAI_API_KEY' },
@@ -393,12 +387,28 @@ export async function startTollgate(name: string, mockUrl: string, workers: numb
       [MODEL]: { provider: 'openai', endpoints: ['chat', 'responses'], price: { input: 0.15, output: 0.6, cachedInput: 0.075 } },
       'claude-haiku-4-5': { provider: 'anthropic', endpoints: ['messages'], price: { input: 1, output: 5 } },
     },
+    ...extra,
+  }, null, 2));
+}
+
+/**
+ * A temporary config pointing both providers at the mock, a data directory, a credit key made
+ * with the real CLI ($1,000,000 balance, no rpm limit), and `tollgate serve` on port 0.
+ */
+export async function startTollgate(name: string, mockUrl: string, workers: number, options: TollgateOptions = {}): Promise<Tollgate> {
+  const { nodeFlags = [], limits, executable } = options;
+  // The binary is its own Node.js: no node flags, no script.
+  const cli = executable ? [] : [options.cli ?? CLI];
+  const dir = tempDir('tollgate-bench-');
+  const configFile = join(dir, 'tollgate.config.json');
+  const dataDir = join(dir, 'data');
+  writeBenchConfig(configFile, mockUrl, {
     ...(limits ? { limits } : {}),
     // BENCH_ACCESS_LOG=off: the access log's cost, measured by running with and without it.
     ...(process.env.BENCH_ACCESS_LOG === 'off' ? { log: { access: false } } : {}),
     // BENCH_FSYNC=commit: every group commit flushed to disk before its answers (storage.fsync).
     ...(process.env.BENCH_FSYNC ? { storage: { fsync: process.env.BENCH_FSYNC } } : {}),
-  }, null, 2));
+  });
   const common = ['--config', configFile, '--data', dataDir];
   const created = JSON.parse(await runNode([...cli, 'keys', 'create', '--mode', 'credit', '--balance', '1000000', '--json', ...common], options.env ?? {}, executable)) as { key: string };
   const args = [...(executable ? [] : nodeFlags), ...cli, 'serve', ...common, '--host', HOST, '--port', '0'];
