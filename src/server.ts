@@ -2,19 +2,19 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { modelAllowed } from './domain/rules.js';
 import { credentialOf } from './auth/credential.js';
 import { hashKey, isWellFormedKey } from './auth/keys.js';
-import type { Config, Model } from './config/types.js';
+import { Call, type CallEnding } from './call.js';
+import type { Config } from './config/types.js';
 import { FORMATS } from './formats/index.js';
-import { requestLevers, type RequestLevers } from './formats/levers.js';
+import { requestLevers } from './formats/levers.js';
 import { requestFacts, type RequestFacts } from './formats/model.js';
 import { unsupportedIn } from './formats/references.js';
 import { continuedResponses, isResponseId } from './formats/responses.js';
-import type { FormatAdapter } from './formats/types.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange, type UpstreamRequest } from './forward/exchange.js';
 import { emptyList, ModelListing, modelListFormat, modelListPath, type ModelListFormat } from './forward/model-list.js';
 import { allCredentials, buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
 import type { Clock, Credential, NotInRotation } from './forward/rotation.js';
-import { bodyAtHand, readBody, REFUSED, TOO_LARGE, type RequestBody } from './http/body.js';
+import { bodyAtHand, InspectorFault, readBody, REFUSED, TOO_LARGE, type BodyOutcome } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
 import { headRefusal } from './http/request-head.js';
 import { Drain } from './http/drain.js';
@@ -27,11 +27,11 @@ import { holdFor } from './meter/hold.js';
 import { serveHealthz, serveReadyz, type Readiness } from './admin/health.js';
 import type { AccessLog } from './observe/access-log.js';
 import { CredentialWatch } from './observe/credentials.js';
-import { callFacts, noteCode, noteDispatch, noteKey, noteModel, noteRecord, noteRoute, Observer } from './observe/call.js';
-import type { Metrics } from './observe/metrics.js';
+import { noteDispatch, noteKey, noteRecord, noteRoute, Observer } from './observe/call.js';
+import { ENDPOINT_LABELS, type Metrics } from './observe/metrics.js';
 import { unpricedRefusal } from './meter/levers.js';
 import type { GatewayStore } from './domain/interfaces.js';
-import { PLAIN_USAGE_DETAIL, type HoldEitherWay, type KeyRecord, type ResponseOwner, type UsageRecord } from './domain/types.js';
+import { PLAIN_USAGE_DETAIL, type HoldEitherWay, type KeyRecord, type Refusal, type ResponseOwner, type UsageRecord } from './domain/types.js';
 import { serveUsageApi } from './usage/api.js';
 import { serveUsagePage } from './usage/page.js';
 
@@ -98,154 +98,270 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   /** The largest body taken before its admission when it came whole with the request's head. */
   const earlyBodyLimit = Math.min(maxRequestBytes, EARLY_BODY_LIMIT);
 
+  // ── the pipeline, in the spec's order of checks ─────────────────────────
+  //
+  // Each stage takes the call. Every callback the pipeline hands out (to the store, to a body
+  // read, to process.nextTick) runs its stage inside `try`, so that a throw of the gateway's own
+  // ends that call and no other (`failed`).
+
+  function handle(call: Call): void {
+    const { req, res, requestId } = call;
+    drain.track(req, res);
+    // Too many header fields, no HTTP version, Host missing or repeated: answered here with the
+    // envelope, and the connection closed like after any request Node's parser refuses.
+    const headFault = headRefusal(req, maxHeaderCount);
+    if (headFault !== null) {
+      res.setHeader('connection', 'close');
+      return sendError(res, headFault, requestId);
+    }
+    const method = req.method ?? 'GET';
+    if (method === 'OPTIONS') {
+      res.writeHead(204, withRequestId(PREFLIGHT_RESPONSE_HEADERS, requestId));
+      res.end();
+      return;
+    }
+    // 1. The path resolves (before any credential is looked at).
+    const url = req.url ?? '/';
+    const route = routes.find(method, call.query.length === 0 ? url : url.slice(0, url.length - call.query.length));
+    if (route === undefined) return sendError(res, 'unknown_endpoint', requestId);
+    call.route = route;
+    noteRoute(call, route);
+    if (route.kind === 'healthz') return serveHealthz(res, requestId);
+    if (route.kind === 'readyz') return serveReadyz(res, requestId, readiness);
+    if (route.kind === 'usage-page') return serveUsagePage(res, requestId);
+    // 2. A credential is present; 3. the key is known.
+    const credential = credentialOf(req.headers);
+    if (credential === undefined) return sendError(res, 'missing_api_key', requestId);
+    if (!isWellFormedKey(credential)) return sendError(res, 'invalid_api_key', requestId);
+    const hash = hashKey(credential);
+    if (route.kind === 'usage-api') return store.lookup(hash, (key, failure) => guarded(call, usageLookedUp, key, failure));
+    // 3. Known; 4. usable (status, expiry); 5. right surface; 6. funds, net of what the key's
+    // calls in flight hold; 7. rate, then concurrency — one store call, before the body is
+    // read. For an inference call whose body came with its head, the same store call goes on
+    // to steps 9, 10's switch and the hold (admitInference); Node's parser pushes those body
+    // bytes after this event returns, so they are looked at on the next tick.
+    if (route.kind === 'inference') process.nextTick(admitInference, call, hash);
+    else admit(call, hash);
+  }
+
   /**
-   * Steps 8–11 for inference calls, after the key, funds and rate checks passed: read the
-   * body, check the model, hold the call's worst case against the account, forward. Until the
-   * call is forwarded, every way out releases what step 7 and the hold took (`release`).
-   * `early`: the body, already read before the admission (admitInference).
+   * Steps 3–7 for an inference call, and when its body is at hand (bodyAtHand), names a model
+   * the catalogue serves and uses no option to refuse, steps 9, 10's switch and the hold in the
+   * same store call (admitHolding): one store call before the call goes out instead of two.
+   * Steps 3–7 still decide first and answer first, so the order of checks and its codes are
+   * those of the two calls; a body not yet at hand is read after the admission (a refusal of
+   * steps 3–7 never waits for a body), and any other body is judged after it, from the bytes
+   * read here.
    */
-  async function inference(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, early?: EarlyBody): Promise<void> {
-    // The body is scanned as it arrives; only what the checks need is read from it.
-    const scanner = early?.scanner ?? new TopLevelScanner(maxJsonDepth);
-    const body = early !== undefined ? early.body : await readBody(req, maxRequestBytes, scanner);
-    if (body === undefined) return store.release(key, requestId);
-    const refuse = (code: GatewayErrorCode): void => {
-      store.release(key, requestId);
-      sendError(res, code, requestId);
-    };
-    if (body === TOO_LARGE) return refuse('request_too_large');
-    const facts = body === REFUSED ? undefined : requestFacts(body, scanner);
-    if (facts === undefined) return refuse('model_required');
-    noteModel(res, facts.model);
+  function admitInference(call: Call, hash: string): void {
+    try {
+      const scanner = new TopLevelScanner(maxJsonDepth);
+      call.scanner = scanner;
+      const body = bodyAtHand(call.req, earlyBodyLimit, scanner);
+      if (body instanceof InspectorFault) return failed(call, body.error);
+      if (body === null) return admit(call, hash);
+      call.early = body;
+      const facts = body === REFUSED ? undefined : requestFacts(body, scanner);
+      // A refusal of the body's options is due: the admission answers steps 3–7 first.
+      if (facts === undefined || !servable(call, facts) || optionRefusal(call, true) !== null) return admit(call, hash);
+      const at = Date.now();
+      const hold: HoldEitherWay = {
+        credit: holdFor(call.format!, call.model!, call.levers!, 'credit', facts, facts.raw.length, facts.stream, at),
+        token: holdFor(call.format!, call.model!, call.levers!, 'token', facts, facts.raw.length, facts.stream, at),
+      };
+      hold.credit.previousResponses = hold.token.previousResponses = continuedBy(call);
+      call.heldAt = at;
+      store.admitHolding(hash, call.route!.surface!, call.requestId, hold, (key, refusal, retryAfter, continued) => {
+        try {
+          admittedHolding(call, key, refusal, retryAfter, continued);
+        } catch (err) {
+          failed(call, err);
+        }
+      });
+    } catch (err) {
+      failed(call, err);
+    }
+  }
+
+  function admittedHolding(call: Call, key: KeyRecord | undefined, refusal: Refusal | null, retryAfter: number, continued: ResponseOwner | null | undefined): void {
+    if (key !== undefined) noteKey(call, key);
+    if (refusal === null || refusal === 'model_not_allowed' || refusal === 'model_not_available' || refusal === 'previous_response_not_found') call.modelName = call.facts!.model;
+    if (refusal !== null) return refused(call, refusal, retryAfter);
+    call.admitted = true;
+    // The client left while waiting: nothing goes out, nothing is billed.
+    if (call.res.destroyed) return release(call);
+    forward(call, continued);
+  }
+
+  /** Steps 3–7 alone; then the rest of the call. */
+  function admit(call: Call, hash: string): void {
+    store.admit(hash, call.route!.surface!, call.requestId, (key, refusal, retryAfter) => {
+      try {
+        admitted(call, key, refusal, retryAfter);
+      } catch (err) {
+        failed(call, err);
+      }
+    });
+  }
+
+  function admitted(call: Call, key: KeyRecord | undefined, refusal: Refusal | null, retryAfter: number): void {
+    if (key !== undefined) noteKey(call, key);
+    if (refusal !== null) return refused(call, refusal, retryAfter);
+    call.admitted = true;
+    // The client left while waiting: free the slot rather than read a body that will not come.
+    if (call.res.destroyed) return release(call);
+    const kind = call.route!.kind;
+    if (kind === 'models') return models(call);
+    if (kind === 'stored-response') return storedResponse(call);
+    // Steps 8–11: the body (read now unless it came with the head), the model, the hold.
+    if (call.early !== null) return checkBody(call, call.early);
+    call.scanner ??= new TopLevelScanner(maxJsonDepth);
+    readBody(call.req, maxRequestBytes, call.scanner, call, bodyRead);
+  }
+
+  /** A refusal of the admission (with `retry-after` for the 429s). */
+  function refused(call: Call, refusal: GatewayErrorCode, retryAfter: number): void {
+    sendError(call.res, refusal, call.requestId, refusal === 'rate_limit_exceeded' || refusal === 'concurrency_limit_exceeded' ? retryAfter : undefined);
+  }
+
+  /** The body was read (readBody's `done`). */
+  function bodyRead(call: Call, outcome: BodyOutcome): void {
+    try {
+      checkBody(call, outcome);
+    } catch (err) {
+      failed(call, err);
+    }
+  }
+
+  /**
+   * Steps 8–10 on the body, then the hold: until the call is forwarded, every way out releases
+   * what step 7 and the hold took (`release`).
+   */
+  function checkBody(call: Call, body: BodyOutcome): void {
+    // The client went away before its body ended.
+    if (body === undefined) return release(call);
+    if (body instanceof InspectorFault) return failed(call, body.error);
+    if (body === TOO_LARGE) return refuse(call, 'request_too_large');
+    const facts = body === REFUSED ? undefined : requestFacts(body, call.scanner!);
+    if (facts === undefined) return refuse(call, 'model_required');
+    call.modelName = facts.model;
+    const key = call.key!;
     // An alias is allowed, switched and priced as its entry.
-    if (!modelAllowed(key, config.modelsByName.get(facts.model)?.id ?? facts.model)) return refuse('model_not_allowed');
+    if (!modelAllowed(key, config.modelsByName.get(facts.model)?.id ?? facts.model)) return refuse(call, 'model_not_allowed');
     // Step 10: the catalogue here; the run-time switch (`tollgate models disable`) is read by
     // the hold below, in the same store call, so that it costs no round trip of its own.
-    const call = servable(route, facts, req);
-    if (call === undefined) return refuse('model_not_available');
-    const { model } = call;
+    if (call.model === null && !servable(call, facts)) return refuse(call, 'model_not_available');
+    const model = call.model!;
     // An option no call may use (a reference to an object stored on the provider's account,
     // `background`), then a priced option the model's price cannot price, is refused before
     // anything is forwarded.
     const option = optionRefusal(call, key.mode === 'credit');
     if (option !== null) {
       // A switched-off model is refused as such first (step 10 comes before this check).
-      return store.modelEnabled(model.id, model.enabledByDefault, (enabled) => {
-        store.release(key, requestId);
-        if (enabled === null) return sendError(res, 'store_unavailable', requestId);
-        if (!enabled) return sendError(res, 'model_not_available', requestId);
-        sendErrorSaying(res, option.code, requestId, option.message, option.member);
-      });
+      return store.modelEnabled(model.id, model.enabledByDefault, (enabled) => guarded(call, optionRefused, enabled, option));
     }
-    const hold = holdFor(call.format, model, call.levers, key.mode, facts, facts.raw.length, facts.stream, Date.now());
+    const hold = holdFor(call.format!, model, call.levers!, key.mode, facts, facts.raw.length, facts.stream, Date.now());
+    call.heldAt = hold.at;
     // Decided by the hold, after step 10's switch and before the funds (previous_response_not_found).
     hold.previousResponses = continuedBy(call);
-    store.hold(key, requestId, hold, (refusal, continued) => {
-      if (refusal !== null) return sendError(res, refusal, requestId);
-      // The client left while the hold was placed: nothing goes out, nothing is billed.
-      if (res.destroyed) return store.release(key, requestId);
-      forward(req, res, route, key, requestId, query, call, hold.at, continued);
-    });
+    store.hold(key, call.requestId, hold, (refusal, continued) => guarded(call, held, refusal, continued));
+  }
+
+  function optionRefused(call: Call, enabled: boolean | null, option: OptionRefusal): void {
+    release(call);
+    if (enabled === null) return sendError(call.res, 'store_unavailable', call.requestId);
+    if (!enabled) return sendError(call.res, 'model_not_available', call.requestId);
+    sendErrorSaying(call.res, option.code, call.requestId, option.message, option.member);
+  }
+
+  function held(call: Call, refusal: Refusal | null, continued: ResponseOwner | null): void {
+    if (refusal !== null) {
+      // A refused hold freed what step 7 took.
+      call.admitted = false;
+      return sendError(call.res, refusal, call.requestId);
+    }
+    // The client left while the hold was placed: nothing goes out, nothing is billed.
+    if (call.res.destroyed) return release(call);
+    forward(call, continued);
+  }
+
+  /** A refusal after step 7: what the admission took is freed. */
+  function refuse(call: Call, code: GatewayErrorCode): void {
+    release(call);
+    sendError(call.res, code, call.requestId);
+  }
+
+  /** Frees what the call's admission and hold took, once it will not be forwarded. */
+  function release(call: Call): void {
+    if (!call.admitted) return;
+    call.admitted = false;
+    store.release(call.key!, call.requestId);
   }
 
   /**
    * Step 10's catalogue for a readable body: the model, the provider serving it (with its
-   * credential) and the price levers the request pulls; undefined: `model_not_available`.
+   * credential) and the price levers the request pulls, noted on the call; false:
+   * `model_not_available`.
    */
-  function servable(route: Route, facts: RequestFacts, req: IncomingMessage): ServableCall | undefined {
+  function servable(call: Call, facts: RequestFacts): boolean {
+    call.facts = facts;
     const model = config.modelsByName.get(facts.model);
-    const endpoint = route.endpoint!;
-    if (model === undefined || !model.endpoints.has(endpoint)) return undefined;
+    const endpoint = call.route!.endpoint!;
+    if (model === undefined || !model.endpoints.has(endpoint)) return false;
     const upstream = upstreamOf(model.provider.name);
     // A provider without its credential is never called: an empty credential would earn the
     // provider's 401, which the client would take for a verdict on its own key.
-    if (!upstream.usable) return undefined;
+    if (!upstream.usable) return false;
     const format = FORMATS[endpoint];
-    return { facts, model, upstream, format, levers: requestLevers(format.levers, facts, req.headers) };
+    call.model = model;
+    call.upstream = upstream;
+    call.format = format;
+    call.levers = requestLevers(format.levers, facts, call.req.headers);
+    return true;
   }
 
   /**
    * Step 11, once the call is admitted and its hold placed: forwards it, metered, with the
    * credential its provider's rotation picks for the account and model — or, for a call that
    * continues a stored response (`continued`, read by the hold), the credential that made it,
-   * and no other. When none may be sent to, the call is answered without a send.
+   * and no other. When none may be sent to, the call is answered without a send. From here on
+   * the exchange settles the call.
    */
-  function forward(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, call: ServableCall, startedAt: number, continued: ResponseOwner | null | undefined): void {
-    const { facts, model, upstream, format } = call;
-    try {
-      // Streams must report usage; a body that does not ask for it is the one thing changed.
-      const usageBody = format.streamUsageRequest?.(facts);
-      const exchange = new Exchange(res, requestId, {
-        store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
-        startedAt, levers: call.levers, request: facts,
-      }, clientStallMs);
-      const rotation = upstream.rotation;
-      const home = continued == null || continued.provider !== upstream.provider.name ? undefined : rotation.named(continued.credential);
-      const credential = home === undefined ? rotation.pick(key.account, model.id, 0) : rotation.pinned(home, model.id);
-      if (credential === null) return exchange.unsent(home === undefined ? rotation.lastRefusal(model.id) : rotation.refusalOf(home, model.id));
-      const upstreamBody = usageBody ?? facts.raw;
-      const headers = upstreamRequestHeaders(req.headers, credential.header, upstream.defaults);
-      headers['content-length'] = String(upstreamBody.length);
-      // The body's bytes, taken once: every attempt sends the same Buffer (or list of Buffers:
-      // undici writes any iterable of Buffers, lib/core/request.js, though its types name only
-      // single-value bodies), never a copy per attempt.
-      const request: UpstreamRequest = { path: '', method: 'POST', headers, body: upstreamBody.forUpstream() as Buffer };
-      exchange.send(rotation, credential, request, route.upstreamPath + query, home === undefined);
-    } catch (err) {
-      store.release(key, requestId);
-      failed(res, err);
-    }
+  function forward(call: Call, continued: ResponseOwner | null | undefined): void {
+    const facts = call.facts!;
+    const model = call.model!;
+    const upstream = call.upstream!;
+    const format = call.format!;
+    const key = call.key!;
+    // Streams must report usage; a body that does not ask for it is the one thing changed.
+    const usageBody = format.streamUsageRequest?.(facts);
+    const exchange = new Exchange(call, {
+      store, key, model, format, requestedStream: facts.stream, stripUsageChunk: usageBody !== undefined, clientGoneGraceMs,
+      startedAt: call.heldAt, levers: call.levers!, request: facts,
+    }, clientStallMs);
+    call.admitted = false;
+    const rotation = upstream.rotation;
+    const home = continued == null || continued.provider !== upstream.provider.name ? undefined : rotation.named(continued.credential);
+    const credential = home === undefined ? rotation.pick(key.account, model.id, 0) : rotation.pinned(home, model.id);
+    if (credential === null) return exchange.unsent(home === undefined ? rotation.lastRefusal(model.id) : rotation.refusalOf(home, model.id));
+    const upstreamBody = usageBody ?? facts.raw;
+    const headers = upstreamRequestHeaders(call.req.headers, credential.header, upstream.defaults);
+    headers['content-length'] = String(upstreamBody.length);
+    // The body's bytes, taken once: every attempt sends the same Buffer (or list of Buffers:
+    // undici writes any iterable of Buffers, lib/core/request.js, though its types name only
+    // single-value bodies), never a copy per attempt.
+    const request: UpstreamRequest = { path: '', method: 'POST', headers, body: upstreamBody.forUpstream() as Buffer };
+    exchange.send(rotation, credential, request, call.route!.upstreamPath + call.query, home === undefined);
   }
 
-  /**
-   * An inference call on a store whose admission is a round trip of its own (Redis), run at the
-   * end of the I/O callback that parsed the request's head. When its body came whole with the
-   * head (bodyAtHand) and names a model the catalogue serves with no option left unpriced, the
-   * call's hold is computed now and the admission places it (admitHolding): one round trip
-   * before the call goes out instead of two. Steps 3–7 still decide first and answer first,
-   * then step 9 and step 10's switch, so the order of checks and its codes are unchanged; a
-   * body not yet at hand is read after the admission as always (so a refusal of steps 3–7
-   * never waits for a body), and any other body is judged after the admission, from the bytes
-   * read here.
-   */
-  function admitInference(req: IncomingMessage, res: ServerResponse, route: Route, hash: string, requestId: string, query: string): void {
-    try {
-      const scanner = new TopLevelScanner(maxJsonDepth);
-      const body = bodyAtHand(req, earlyBodyLimit, scanner);
-      if (body === null) return admit(req, res, route, hash, requestId, query);
-      const facts = body === REFUSED ? undefined : requestFacts(body, scanner);
-      const call = facts === undefined ? undefined : servable(route, facts, req);
-      // A refusal of the body's options is due: the ordinary path answers steps 3–7 first.
-      if (facts === undefined || call === undefined || optionRefusal(call, true) !== null) {
-        return admit(req, res, route, hash, requestId, query, { body, scanner });
-      }
-      const at = Date.now();
-      const hold: HoldEitherWay = {
-        credit: holdFor(call.format, call.model, call.levers, 'credit', facts, facts.raw.length, facts.stream, at),
-        token: holdFor(call.format, call.model, call.levers, 'token', facts, facts.raw.length, facts.stream, at),
-      };
-      hold.credit.previousResponses = hold.token.previousResponses = continuedBy(call);
-      store.admitHolding!(hash, route.surface!, requestId, hold, (key, refusal, retryAfter, continued) => {
-        if (key !== undefined) noteKey(res, key);
-        if (refusal === null || refusal === 'model_not_allowed' || refusal === 'model_not_available' || refusal === 'previous_response_not_found') noteModel(res, facts.model);
-        if (refusal !== null) return refused(res, refusal, requestId, retryAfter);
-        // The client left while waiting: nothing goes out, nothing is billed.
-        if (res.destroyed) return store.release(key!, requestId);
-        forward(req, res, route, key!, requestId, query, call, at, continued);
-      });
-    } catch (err) {
-      failed(res, err);
-    }
-  }
-
-  /** Steps 3–7 alone; then the rest of the call (its body read now, unless `early` has it). */
-  function admit(req: IncomingMessage, res: ServerResponse, route: Route, hash: string, requestId: string, query: string, early?: EarlyBody): void {
-    store.admit(hash, route.surface!, requestId, (key, refusal, retryAfter) => {
-      if (key !== undefined) noteKey(res, key);
-      if (refusal !== null) return refused(res, refusal, requestId, retryAfter);
-      // The client left while waiting: free the slot rather than read a body that will not come.
-      if (res.destroyed) return store.release(key!, requestId);
-      proceed(req, res, route, key!, requestId, query, early);
+  function usageLookedUp(call: Call, key: KeyRecord | undefined, failure: unknown): void {
+    const { res, requestId } = call;
+    if (failure) return sendError(res, 'store_unavailable', requestId);
+    if (key === undefined) return sendError(res, 'invalid_api_key', requestId);
+    noteKey(call, key);
+    serveUsageApi(res, store, key, call.query, requestId).catch(() => {
+      if (!res.headersSent) sendError(res, 'store_unavailable', requestId);
+      else res.destroy();
     });
   }
 
@@ -254,17 +370,19 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
    * down to what the key may call (forward/model-list.ts); the run-time switches are read beside
    * the provider call, in one store read.
    */
-  function models(req: IncomingMessage, res: ServerResponse, key: KeyRecord, requestId: string): void {
-    unmeteredSlot(res, key, requestId);
+  function models(call: Call): void {
+    const req = call.req;
+    const key = call.key!;
+    unmeteredSlot(call);
     const upstream = req.headers['anthropic-version'] !== undefined ? catalog.anthropic : catalog.openai;
     const format = modelListFormat(upstream.provider);
-    if (!upstream.usable) return serveEmptyCatalogue(res, requestId, format);
+    if (!upstream.usable) return serveEmptyCatalogue(call.res, call.requestId, format);
     const rotation = upstream.rotation;
     const credential = rotation.pick(key.account, '', 0);
-    if (credential === null) return new Exchange(res, requestId, null, clientStallMs).unsent(rotation.lastRefusal(null));
-    noteDispatch(res, upstream.provider.name, credential.name);
-    const listing = new ModelListing(res, requestId, key, format, rotation, credential, servedModels, clientStallMs);
-    store.readModelSwitches((switches) => listing.switchesRead(switches));
+    if (credential === null) return new Exchange(call, null, clientStallMs).unsent(rotation.lastRefusal(null));
+    noteDispatch(call, upstream.provider.name, credential.name);
+    const listing = new ModelListing(call, key, format, rotation, credential, servedModels, clientStallMs);
+    store.readModelSwitches((switches) => guarded(call, switchesRead, listing, switches));
     credential.pool.dispatch({
       path: credential.basePath + modelListPath(format),
       method: 'GET',
@@ -279,26 +397,33 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
    * call through the gateway made, one that cannot be a response id: never looked up, never put
    * into a provider's URL) is 404 `response_not_found`, and nothing is forwarded.
    */
-  function storedResponse(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string): void {
-    unmeteredSlot(res, key, requestId);
+  function storedResponse(call: Call): void {
+    unmeteredSlot(call);
+    const route = call.route!;
     const { at, tail } = route.id!;
-    const id = req.url!.slice(at, req.url!.length - query.length - tail.length);
-    if (!isResponseId(id)) return sendError(res, 'response_not_found', requestId);
-    store.responseOwner(key.account, id, (owner, failure) => {
-      if (failure) return sendError(res, 'store_unavailable', requestId);
-      if (owner === undefined) return sendError(res, 'response_not_found', requestId);
-      const upstream = upstreams.get(owner.provider);
-      // A provider or credential since removed from the config, or left without its key, cannot be asked.
-      const home = upstream?.rotation.named(owner.credential);
-      if (upstream === undefined || home === undefined) return sendError(res, 'response_not_found', requestId);
-      if (res.destroyed) return;
-      passThrough(req, res, requestId, upstream, home, route.method, route.upstreamPath + id + tail + query);
-    });
+    const url = call.req.url!;
+    const id = url.slice(at, url.length - call.query.length - tail.length);
+    if (!isResponseId(id)) return sendError(call.res, 'response_not_found', call.requestId);
+    store.responseOwner(call.key!.account, id, (owner, failure) => guarded(call, ownerRead, owner, failure, id));
+  }
+
+  function ownerRead(call: Call, owner: ResponseOwner | undefined, failure: unknown, id: string): void {
+    const { res, requestId } = call;
+    if (failure) return sendError(res, 'store_unavailable', requestId);
+    if (owner === undefined) return sendError(res, 'response_not_found', requestId);
+    const upstream = upstreams.get(owner.provider);
+    // A provider or credential since removed from the config, or left without its key, cannot be asked.
+    const home = upstream?.rotation.named(owner.credential);
+    if (upstream === undefined || home === undefined) return sendError(res, 'response_not_found', requestId);
+    if (res.destroyed) return;
+    const { tail } = call.route!.id!;
+    passThrough(call, upstream, home, call.route!.method, call.route!.upstreamPath + id + tail + call.query);
   }
 
   /** A call neither billed nor listed, in flight all the same: its concurrency slot is freed when it ends. */
-  function unmeteredSlot(res: ServerResponse, key: KeyRecord, requestId: string): void {
-    if (key.concurrency !== null) res.once('close', () => store.release(key, requestId));
+  function unmeteredSlot(call: Call): void {
+    if (call.key!.concurrency !== null) call.res.once('close', () => release(call));
+    else call.admitted = false;
   }
 
   /**
@@ -306,118 +431,75 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
    * to, and no other (`path`: after its base path, query included). When `home` may not be sent
    * to (it rests, or is out of rotation), the call is answered without a send.
    */
-  function passThrough(req: IncomingMessage, res: ServerResponse, requestId: string, upstream: Upstream, home: Credential, method: Route['method'], path: string): void {
-    const exchange = new Exchange(res, requestId, null, clientStallMs);
+  function passThrough(call: Call, upstream: Upstream, home: Credential, method: Route['method'], path: string): void {
+    const exchange = new Exchange(call, null, clientStallMs);
     const rotation = upstream.rotation;
     const credential = rotation.pinned(home, null);
     if (credential === null) return exchange.unsent(rotation.refusalOf(home, null));
-    const request: UpstreamRequest = { path: '', method, headers: upstreamRequestHeaders(req.headers, credential.header, upstream.defaults) };
+    const request: UpstreamRequest = { path: '', method, headers: upstreamRequestHeaders(call.req.headers, credential.header, upstream.defaults) };
     exchange.send(rotation, credential, request, path, false);
   }
 
-  function handle(req: IncomingMessage, res: ServerResponse): void {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q === -1 ? url : url.slice(0, q);
-    const query = q === -1 ? '' : url.slice(q);
-    const method = req.method ?? 'GET';
-    const requestId = nextRequestId();
-    observer.begin(res, requestId);
-    drain.track(req, res);
-    // Too many header fields, no HTTP version, Host missing or repeated: answered here with the
-    // envelope, and the connection closed like after any request Node's parser refuses.
-    const headFault = headRefusal(req, maxHeaderCount);
-    if (headFault !== null) {
-      res.setHeader('connection', 'close');
-      return sendError(res, headFault, requestId);
-    }
-    if (method === 'OPTIONS') {
-      res.writeHead(204, withRequestId(PREFLIGHT_RESPONSE_HEADERS, requestId));
-      res.end();
-      return;
-    }
-    // 1. The path resolves (before any credential is looked at).
-    const route = routes.find(method, path);
-    if (route === undefined) return sendError(res, 'unknown_endpoint', requestId);
-    noteRoute(res, route);
-    if (route.kind === 'healthz') return serveHealthz(res, requestId);
-    if (route.kind === 'readyz') return serveReadyz(res, requestId, readiness);
-    if (route.kind === 'usage-page') return serveUsagePage(res, requestId);
-    // 2. A credential is present; 3. the key is known.
-    const credential = credentialOf(req.headers);
-    if (credential === undefined) return sendError(res, 'missing_api_key', requestId);
-    if (!isWellFormedKey(credential)) return sendError(res, 'invalid_api_key', requestId);
-    const hash = hashKey(credential);
-    if (route.kind === 'usage-api') {
-      return store.lookup(hash, (key, failure) => {
-        if (failure) return sendError(res, 'store_unavailable', requestId);
-        if (key === undefined) return sendError(res, 'invalid_api_key', requestId);
-        noteKey(res, key);
-        serveUsageApi(res, store, key, query, requestId).catch(() => {
-          if (!res.headersSent) sendError(res, 'store_unavailable', requestId);
-          else res.destroy();
-        });
-      });
-    }
-    // 3. Known; 4. usable (status, expiry); 5. right surface; 6. funds, net of what the key's
-    // calls in flight hold; 7. rate, then concurrency, before the body is read — one store
-    // call (LMDB: reads now and this turn's group commit; Redis: one script, which for an
-    // inference call whose body is at hand places its hold too: admitInference).
-    if (route.kind === 'inference' && store.admitHolding !== undefined) {
-      // Node's parser pushes the body bytes that came with the head after this event returns.
-      process.nextTick(admitInference, req, res, route, hash, requestId, query);
-      return;
-    }
-    admit(req, res, route, hash, requestId, query);
-  }
-
-  /** A refusal of the admission (with `retry-after` for the 429s). */
-  function refused(res: ServerResponse, refusal: GatewayErrorCode, requestId: string, retryAfter: number): void {
-    sendError(res, refusal, requestId, refusal === 'rate_limit_exceeded' || refusal === 'concurrency_limit_exceeded' ? retryAfter : undefined);
-  }
-
-  /** After admission: the catalogue, or an inference call (whose body is read now, unless `early` has it). */
-  function proceed(req: IncomingMessage, res: ServerResponse, route: Route, key: KeyRecord, requestId: string, query: string, early?: EarlyBody): void {
-    if (route.kind === 'models') return models(req, res, key, requestId);
-    if (route.kind === 'stored-response') return storedResponse(req, res, route, key, requestId, query);
-    inference(req, res, route, key, requestId, query, early).catch((err: unknown) => {
-      // Thrown before the call was forwarded (reading the body, or checking the model).
-      store.release(key, requestId);
-      failed(res, err);
-    });
-  }
-
   /**
-   * An exception of our own: logged with the request id the client gets, counted
-   * (`code="internal_error"`), recorded against the key at zero cost, answered 500
-   * `internal_error` — never blamed on the provider.
+   * A throw of the gateway's own, anywhere in a call's stages: it ends that call and no other.
+   * Logged once, with the request id the client gets; counted (`code="internal_error"`);
+   * recorded against the key at zero cost; what the call holds is settled (a forwarded call's
+   * exchange records it, which settles its hold; before that, its admission's slot and hold are
+   * released); answered 500 `internal_error` when nothing was sent yet, else its connection is
+   * cut — never blamed on the provider.
    */
-  function failed(res: ServerResponse, err: unknown): void {
-    const facts = callFacts(res);
-    const requestId = facts.requestId ?? nextRequestId();
-    log('error', 'internal_error', { requestId, keyPrefix: facts.key?.prefix ?? null, error: err instanceof Error ? err.stack ?? err.message : String(err) });
-    noteCode(res, 'internal_error');
-    const answer = (): void => {
-      if (!res.headersSent) sendError(res, 'internal_error', requestId);
-      else res.destroy();
-    };
-    const endpoint = facts.endpoint;
-    if (facts.key === null || (endpoint !== 'chat' && endpoint !== 'responses' && endpoint !== 'messages' && endpoint !== 'models')) return answer();
-    const record = internalErrorRecord(requestId, endpoint, facts.model, facts.key.mode === 'credit');
-    noteRecord(res, record);
+  function failed(call: Call, err: unknown): void {
+    if (call.faulted) return;
+    call.faulted = true;
+    const { res, requestId } = call;
     try {
+      log('error', 'internal_error', { requestId, keyPrefix: call.keyPrefix, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      call.code = 'internal_error';
+      if (call.exchange !== null) return call.exchange.fault(err);
+      release(call);
+      const answer = (): void => {
+        if (res.destroyed) return;
+        if (!res.headersSent) sendError(res, 'internal_error', requestId);
+        else res.destroy();
+      };
+      const endpoint = ENDPOINT_LABELS[call.endpoint]!;
+      const key = call.key;
+      if (key === null || (endpoint !== 'chat' && endpoint !== 'responses' && endpoint !== 'messages' && endpoint !== 'models')) return answer();
+      const record = internalErrorRecord(requestId, endpoint, call.modelName, key.mode === 'credit');
+      noteRecord(call, record);
       // Not the settlement of a forwarded call: recorded whether or not the call had an entry in flight.
-      store.record(facts.key, record, { nano: 0, tokens: 0 }, { committed: answer }, false);
-    } catch {
-      answer();
+      store.record(key, record, { nano: 0, tokens: 0 }, { committed: answer }, false);
+    } catch (thrown) {
+      // The error path itself failed: the call is cut, and the process goes on.
+      log('error', 'internal_error', { requestId, keyPrefix: call.keyPrefix, stage: 'failed', error: String(thrown) });
+      res.destroy();
     }
   }
+
+  /** Runs a stage of `call` from a callback, ending the call on a throw (`failed`). */
+  function guarded<A, B, C>(call: Call, stage: (call: Call, a: A, b: B, c: C) => void, a: A, b: B, c?: C): void {
+    try {
+      stage(call, a, b, c as C);
+    } catch (err) {
+      failed(call, err);
+    }
+  }
+
+  function switchesRead(_call: Call, listing: ModelListing, switches: ReadonlyMap<string, boolean> | null): void {
+    listing.switchesRead(switches);
+  }
+
+  const ending: CallEnding = { fail: failed };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const call = new Call(req, res, nextRequestId(), q === -1 ? '' : url.slice(q), observer, ending);
+    observer.begin(call);
     try {
-      handle(req, res);
+      handle(call);
     } catch (err) {
-      failed(res, err);
+      failed(call, err);
     }
   };
 
@@ -487,21 +569,6 @@ const MOCK_ANSWER_HEADER = ['x-tollgate-mock', '1'] as const;
  */
 const EARLY_BODY_LIMIT = 64 * 1024;
 
-/** A body read before its call's admission, and the scanner that saw it. */
-interface EarlyBody {
-  body: RequestBody | typeof REFUSED;
-  scanner: TopLevelScanner;
-}
-
-/** An inference call whose model the catalogue serves: what forwarding it needs. */
-interface ServableCall {
-  facts: RequestFacts;
-  model: Model;
-  upstream: Upstream;
-  format: FormatAdapter;
-  levers: RequestLevers;
-}
-
 /** Why a call's options are refused before it is forwarded, for the error's code, message and param. */
 interface OptionRefusal {
   code: 'unsupported_option' | 'unpriced_option';
@@ -514,17 +581,17 @@ interface OptionRefusal {
  * or `background: true` (any key), else a priced option its model's price cannot price (credit
  * keys only: a token key is charged tokens, whatever they cost); null when there is none.
  */
-function optionRefusal(call: ServableCall, credit: boolean): OptionRefusal | null {
-  const unsupported = unsupportedIn(call.facts, call.format.references);
+function optionRefusal(call: Call, credit: boolean): OptionRefusal | null {
+  const unsupported = unsupportedIn(call.facts!, call.format!.references);
   if (unsupported !== null) return { code: 'unsupported_option', message: unsupported.message, member: unsupported.path };
-  const unpriced = credit ? unpricedRefusal(call.levers, call.model) : null;
+  const unpriced = credit ? unpricedRefusal(call.levers!, call.model!) : null;
   return unpriced === null ? null : { code: 'unpriced_option', message: unpriced, member: null };
 }
 
 /** The stored responses a call continues (Hold.previousResponses), in formats whose provider stores them. */
-function continuedBy(call: ServableCall): string[] | null {
-  const field = call.format.previousResponseField;
-  return field === undefined ? null : continuedResponses(call.facts, field);
+function continuedBy(call: Call): string[] | null {
+  const field = call.format!.previousResponseField;
+  return field === undefined ? null : continuedResponses(call.facts!, field);
 }
 
 /** A zero-cost usage record for a call that failed inside the gateway. */

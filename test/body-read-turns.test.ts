@@ -7,7 +7,12 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import t from 'tap';
-import { readBody, REFUSED, RequestBody } from '../src/http/body.js';
+import { InspectorFault, readBody as readBodyTelling, REFUSED, RequestBody, type BodyInspector, type BodyOutcome } from '../src/http/body.js';
+
+/** readBody's outcome as a promise. */
+function readBody(req: IncomingMessage, max: number, inspector: BodyInspector): Promise<BodyOutcome> {
+  return new Promise((resolve) => readBodyTelling(req, max, inspector, null, (_owner, outcome) => resolve(outcome)));
+}
 
 const CHUNK = 64 * 1024;
 
@@ -67,4 +72,35 @@ t.test('a refusal found in a chunk that waited for a later turn stops the body',
   req.push(null);
   t.equal(await outcome, REFUSED);
   t.equal(inspector.seen.at(-1), 30, 'nothing shown after the refused chunk');
+});
+
+t.test('an inspector that throws, in a chunk that waited for a later turn: the read ends with the fault, the process goes on', async (t) => {
+  const req = request();
+  const fault = new Error('inspector fault');
+  const inspector = { seen: [] as number[], write(chunk: Buffer): boolean {
+    this.seen.push(chunk[0]!);
+    if (chunk[0] === 30) throw fault;
+    return true;
+  } };
+  const outcome = readBody(req, 100 * CHUNK, inspector);
+  for (let i = 0; i < 40; i++) req.push(chunk(i));
+  req.push(null);
+  const ended = await outcome;
+  t.ok(ended instanceof InspectorFault, 'told the fault');
+  t.equal((ended as InspectorFault).error, fault, 'with the error thrown');
+  t.equal(inspector.seen.at(-1), 30, 'nothing shown after it');
+  // Another body read after it is read as usual.
+  const next = request();
+  const nextRead = readBody(next, 100 * CHUNK, recorder());
+  next.push(Buffer.from('{"model":"m"}'));
+  next.push(null);
+  t.ok((await nextRead) instanceof RequestBody);
+});
+
+t.test('an inspector that throws on the first chunk, shown at once', async (t) => {
+  const req = request();
+  const outcome = readBody(req, 100 * CHUNK, { write: () => { throw new Error('at once'); } });
+  req.push(Buffer.from('{}'));
+  req.push(null);
+  t.ok((await outcome) instanceof InspectorFault);
 });

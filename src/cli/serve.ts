@@ -87,6 +87,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   let adminServer: Server | null = null;
   let sweeper: RetentionSweeper | null = null;
   let stopping = false;
+  let exitCode = 0;
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
@@ -101,8 +102,18 @@ export async function serveCommand(args: string[]): Promise<void> {
       })
       .then(() => accessLog?.flush())
       .then(() => store.close())
-      .then(() => exitStopped(0, signalledAt, drainedAt), () => exitStopped(1, signalledAt, drainedAt));
+      .then(() => exitStopped(exitCode, signalledAt, drainedAt), () => exitStopped(1, signalledAt, drainedAt));
   };
+  // A throw no call can be tied to (every stage of a call ends that call on its own throws,
+  // server.ts): logged; the process drains the calls in flight and exits 1 (with --workers, the
+  // primary replaces it).
+  const fault = (err: unknown): void => {
+    log('error', 'uncaught_exception', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
+    exitCode = 1;
+    stop();
+  };
+  process.on('uncaughtException', fault);
+  process.on('unhandledRejection', fault);
   // Before the listening line: a signal sent as soon as it is read (a supervisor, a test) must
   // find the handler in place, not the default action that ends the process unsettled.
   process.on('SIGTERM', stop);

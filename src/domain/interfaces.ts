@@ -47,10 +47,10 @@ export interface Admission {
    * as the order of checks puts it: for an inference call whose body was at hand before its
    * admission and whose model the catalogue serves. `done` is told as by `admit`; its refusal
    * may then also be step 9's, step 10's run-time switch, or the hold's. Admitted (null): the
-   * hold is placed, as after `hold`. A backend whose admission and hold cost no round trip of
-   * their own (LMDB) leaves it out; the call then takes `admit` and `hold`.
+   * hold is placed, as after `hold`. Redis decides it all in one script (one round trip instead
+   * of two); LMDB composes `admit` and `hold`, which cost no round trip.
    */
-  admitHolding?(hash: string, surface: KeyMode, callId: string, hold: HoldEitherWay, done: AdmissionListener): void;
+  admitHolding(hash: string, surface: KeyMode, callId: string, hold: HoldEitherWay, done: AdmissionListener): void;
   /** Step 3 alone, for the usage API (suspended and expired keys read their usage). */
   lookup(hash: string, done: (key: KeyRecord | undefined, failure: unknown) => void): void;
   /** Step 10's run-time switch alone (the hold checks it itself): enabled, or null when the store failed. */

@@ -8,6 +8,7 @@ import { UsageChunkFilter } from '../formats/usage-chunk-filter.js';
 import { sendError, sendErrorNotToRetry } from '../http/errors.js';
 import { clientResponseHeaders, pickUpstreamHeaders } from '../http/headers.js';
 import { log } from '../log.js';
+import { CALL, type Call, type CalledResponse, type CallExchange } from '../call.js';
 import { expectRecord, noteDispatch, noteFirstByte, noteRecord } from '../observe/call.js';
 import { chargeFor, usageDetail } from '../meter/charge.js';
 import { estimateUsage } from '../meter/estimate.js';
@@ -63,7 +64,7 @@ interface Outcome {
 }
 
 /** What the client is told once the record is committed. */
-const enum Finish { End, Destroy, Unavailable, CredentialRefused, Nothing }
+const enum Finish { End, Destroy, Unavailable, CredentialRefused, Internal, Nothing }
 
 /**
  * A plain (non-stream) answer up to this size is held and sent in one write, with a
@@ -73,15 +74,12 @@ const enum Finish { End, Destroy, Unavailable, CredentialRefused, Nothing }
  */
 const HOLD_LIMIT = 64 * 1024;
 
-const kExchange = Symbol('tollgate.exchange');
-type TrackedResponse = ServerResponse & { [kExchange]?: Exchange };
-
 // Shared listeners: one function for every response instead of two closures per request.
-function onResponseClose(this: TrackedResponse): void {
-  this[kExchange]?.clientClosed();
+function onResponseClose(this: CalledResponse): void {
+  this[CALL]!.exchange?.clientClosed();
 }
-function onResponseDrain(this: TrackedResponse): void {
-  this[kExchange]?.resume();
+function onResponseDrain(this: CalledResponse): void {
+  this[CALL]!.exchange?.resume();
 }
 function onStall(exchange: Exchange): void {
   exchange.stalled();
@@ -115,7 +113,7 @@ function onStall(exchange: Exchange): void {
  * client gone (billed from the provider's usage, or estimated when the grace period ran out);
  * the record settles the call's hold in the same commit (store/store.ts `Ledger.record`).
  */
-export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
+export class Exchange implements Dispatcher.DispatchHandler, CommitListener, CallExchange {
   private abortUpstream: ((err?: Error) => void) | null = null;
   private resumeUpstream: (() => void) | null = null;
   private tap: UsageTap | null = null;
@@ -145,7 +143,18 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   /** The last write returned false and no 'drain' has come since. */
   private blocked = false;
   private stallTimer: NodeJS.Timeout | null = null;
-  private readonly flushTurn = (): void => this.flush();
+  private readonly flushTurn = (): void => {
+    // A microtask of the gateway's own: a throw in it would end the process with every call in flight.
+    try {
+      this.flush();
+    } catch (err) {
+      this.call.fail(err);
+    }
+  };
+  /** The usage record was queued (commit): from then on, the store's answer settles the call. */
+  private recordQueued = false;
+  /** The store told the record's commit (committed). */
+  private recordCommitted = false;
 
   // ── the attempts ────────────────────────────────────────────────────────
   /** The provider's credentials; null until the call is sent. */
@@ -172,9 +181,11 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
   /** The current attempt's 429: its `retry-after` in ms (-1: none). */
   private retryAfter = -1;
 
+  private readonly res: ServerResponse;
+  private readonly requestId: string;
+
   constructor(
-    private readonly res: ServerResponse,
-    private readonly requestId: string,
+    private readonly call: Call,
     /** null for calls that are neither billed nor listed (GET /models). */
     private readonly metering: Metering | null,
     /**
@@ -183,10 +194,13 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
      */
     private readonly clientStallMs: number,
   ) {
-    (res as TrackedResponse)[kExchange] = this;
+    const res = call.res;
+    this.res = res;
+    this.requestId = call.requestId;
+    call.exchange = this;
     res.on('close', onResponseClose);
     res.on('drain', onResponseDrain);
-    if (metering !== null) expectRecord(res);
+    if (metering !== null) expectRecord(call);
   }
 
   // ── sending ─────────────────────────────────────────────────────────────
@@ -247,7 +261,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     const request = this.request!;
     request.path = credential.basePath + this.path;
     request.headers[credential.header[0]] = credential.header[1];
-    noteDispatch(this.res, credential.provider, credential.name);
+    noteDispatch(this.call, credential.provider, credential.name);
     credential.pool.dispatch(request, this);
   }
 
@@ -275,9 +289,13 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
 
   /** For sendAgain's next tick. */
   dispatchAgainNow(credential: Credential): void {
-    // The client may have left since: the call then ends with what the last attempt gave.
-    if (this.clientGone || this.res.destroyed) return this.ended();
-    this.dispatch(credential);
+    try {
+      // The client may have left since: the call then ends with what the last attempt gave.
+      if (this.clientGone || this.res.destroyed) return this.ended();
+      this.dispatch(credential);
+    } catch (err) {
+      this.call.fail(err);
+    }
   }
 
   // ── undici handler ──────────────────────────────────────────────────────
@@ -290,11 +308,47 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     this.requestSent = true;
   }
 
+  // Each handler ends the call on a throw of its own (call.fail): undici would take it for the
+  // provider's failure (onError), and a throw in onError would end the process.
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    try {
+      return this.headers(statusCode, rawHeaders, resume);
+    } catch (err) {
+      this.call.fail(err);
+      return false;
+    }
+  }
+
+  onData(chunk: Buffer): boolean {
+    try {
+      return this.data(chunk);
+    } catch (err) {
+      this.call.fail(err);
+      return false;
+    }
+  }
+
+  onComplete(): void {
+    try {
+      this.complete();
+    } catch (err) {
+      this.call.fail(err);
+    }
+  }
+
+  onError(err: Error): void {
+    try {
+      this.error(err);
+    } catch (thrown) {
+      this.call.fail(thrown);
+    }
+  }
+
+  private headers(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true;
     this.resumeUpstream = resume;
     this.attemptAnswered = true;
-    noteFirstByte(this.res);
+    noteFirstByte(this.call);
     const credential = this.credential!;
     // A 401 is the provider refusing the gateway's own credential, never the client's key: the
     // credential leaves the rotation, and the client never sees the provider's answer (whose
@@ -331,7 +385,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     return true;
   }
 
-  onData(chunk: Buffer): boolean {
+  private data(chunk: Buffer): boolean {
     // Each provider read is a fresh ArrayBuffer outside the heap: see young-gc.ts.
     notePassed(chunk.length);
     if (this.credentialRefused) return true;
@@ -382,7 +436,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     this.tap?.write(chunk);
   }
 
-  onComplete(): void {
+  private complete(): void {
     if (this.settled) return;
     this.flush();
     if (this.credentialRefused || this.refusedHeld()) {
@@ -422,7 +476,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     this.estimateAndCommit(m, Finish.End, reading, reading.problem);
   }
 
-  onError(err: Error): void {
+  private error(err: Error): void {
     if (this.settled) return;
     // What arrived before the error still goes out (and to the tap) before the outcome.
     this.flush();
@@ -482,19 +536,65 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
 
   /** From the store's group commit: the record is committed; now the client may have the end. */
   committed(error: unknown): void {
-    if (error) {
-      log('error', 'usage_record_failed', { requestId: this.recordId(), error: String(error) });
-      this.finish = Finish.Destroy;
+    this.recordCommitted = true;
+    try {
+      if (error) {
+        log('error', 'usage_record_failed', { requestId: this.recordId(), error: String(error) });
+        this.finish = Finish.Destroy;
+      }
+      this.answer();
+    } catch (err) {
+      this.call.fail(err);
     }
-    this.answer();
+  }
+
+  /**
+   * Ends the call on a throw of the gateway's own (server.ts `failed`, which logged it): the
+   * provider's request is stopped, the call recorded as `internal_error` at zero cost (which
+   * settles its hold) unless its record is already queued, and the client answered 500
+   * `internal_error` when nothing was sent yet, else its connection cut.
+   */
+  fault(_err: unknown): void {
+    const finish = this.res.headersSent ? Finish.Destroy : Finish.Internal;
+    this.settled = true;
+    this.clearGrace();
+    this.clearStall();
+    this.batch = null;
+    this.held = null;
+    const abort = this.abortUpstream;
+    this.abortUpstream = null;
+    this.resumeUpstream = null;
+    abort?.(new Error('internal_error'));
+    const m = this.metering;
+    if (this.recordCommitted || m === null) {
+      this.finish = finish;
+      return this.answer();
+    }
+    // Its record is on its way to the store: the client is answered once it is committed.
+    if (this.recordQueued) {
+      this.finish = finish;
+      return;
+    }
+    try {
+      this.commit(m, { usage: undefined, error: 'internal_error', estimated: false }, finish);
+    } catch {
+      // Not even a record could be made: the hold is released, and the client cut or answered.
+      m.store.release(m.key, this.requestId);
+      this.finish = finish;
+      this.answer();
+    }
   }
 
   // ── client side ─────────────────────────────────────────────────────────
 
   resume(): void {
-    this.blocked = false;
-    this.clearStall();
-    this.resumeUpstream?.();
+    try {
+      this.blocked = false;
+      this.clearStall();
+      this.resumeUpstream?.();
+    } catch (err) {
+      this.call.fail(err);
+    }
   }
 
   /** The client's connection stopped taking bytes: it has clientStallMs to drain. */
@@ -519,14 +619,26 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
    * the grace period, stopped and estimated. A call already complete is billed already.
    */
   stalled(): void {
-    this.stallTimer = null;
-    if (!this.blocked || this.res.writableFinished) return;
-    log('warn', 'client_stalled', { requestId: this.requestId });
-    this.res.destroy();
+    try {
+      this.stallTimer = null;
+      if (!this.blocked || this.res.writableFinished) return;
+      log('warn', 'client_stalled', { requestId: this.requestId });
+      this.res.destroy();
+    } catch (err) {
+      this.call.fail(err);
+    }
   }
 
   /** The client's connection closed. Before completion, that means the client left. */
   clientClosed(): void {
+    try {
+      this.closed();
+    } catch (err) {
+      this.call.fail(err);
+    }
+  }
+
+  private closed(): void {
     this.clearStall();
     if (this.res.writableFinished || this.settled) return;
     this.clientGone = true;
@@ -538,11 +650,18 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
     // Keep reading the provider's answer so the call is billed from the usage it reports;
     // after the grace period, stop the provider and bill an estimate instead.
     this.resumeUpstream?.();
-    this.graceTimer = setTimeout(() => {
+    this.graceTimer = setTimeout(graceOver, this.metering.clientGoneGraceMs, this);
+    this.graceTimer.unref();
+  }
+
+  /** For graceOver's timer. */
+  graceOver(): void {
+    try {
       this.graceExpired = true;
       this.abortUpstream?.(new Error('client gone; grace period over'));
-    }, this.metering.clientGoneGraceMs);
-    this.graceTimer.unref();
+    } catch (err) {
+      this.call.fail(err);
+    }
   }
 
   // ── helpers ─────────────────────────────────────────────────────────────
@@ -584,6 +703,11 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
         return;
       case Finish.CredentialRefused:
         if (!this.clientGone) sendErrorNotToRetry(res, 'upstream_unavailable', this.requestId);
+        return;
+      case Finish.Internal:
+        if (this.clientGone || res.destroyed) return;
+        if (res.headersSent) res.destroy();
+        else sendError(res, 'internal_error', this.requestId);
         return;
       case Finish.Nothing:
         return;
@@ -633,7 +757,8 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
           log('error', 'estimate_failed', { requestId: this.recordId(), error: String(err) });
           this.commit(m, { usage: undefined, error: 'estimate_failed', estimated: false }, finish);
         },
-      );
+      )
+      .catch((err: unknown) => this.call.fail(err));
   }
 
   /** Queues the usage record for the store's group commit; `committed()` follows. */
@@ -652,7 +777,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       // The id the client sent (an alias is recorded as itself; it is priced as its entry).
       model: m.request.model,
       stream: this.headersReceived ? this.streamed : m.requestedStream,
-      status: this.headersReceived ? this.status : this.statusWithoutAnswer(o),
+      status: o.error === 'internal_error' ? 500 : this.headersReceived ? this.status : this.statusWithoutAnswer(o),
       inputTokens: u?.input ?? 0,
       outputTokens: u?.output ?? 0,
       cachedInputTokens: u?.cachedInput ?? 0,
@@ -667,17 +792,23 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener {
       attempts: this.attempts,
       credential: (this.answeredBy ?? this.credential)?.name ?? null,
     };
-    noteRecord(this.res, record);
+    noteRecord(this.call, record);
     // A response the provider stores becomes the account's in the same commit as the charge,
     // recorded with the credential that made it (calls on it go there: server.ts).
     const made = this.tap?.responseId ?? null;
     m.store.record(m.key, record, charge, this, true, made === null ? null : { id: made, provider: m.model.provider.name, credential: this.answeredBy!.name });
+    this.recordQueued = true;
   }
 }
 
 const NO_CHARGE = { nano: 0, tokens: 0, worstCase: null, longContext: false, unpricedLevers: [] };
 /** The estimate reason of a call whose answer reported a lever its price has no rate for. */
 const UNPRICED_LEVER = 'unpriced_lever';
+
+/** The grace period after the client left is over: the provider is stopped (see clientClosed). */
+function graceOver(exchange: Exchange): void {
+  exchange.graceOver();
+}
 
 /** sendAgain's next tick (a shared function: nothing allocated per call). */
 function dispatchAgain(exchange: Exchange, credential: Credential): void {

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Call } from '../call.js';
 import type { Dispatcher } from 'undici';
 import { modelAllowed } from '../domain/rules.js';
 import type { Model, Provider } from '../config/types.js';
@@ -103,9 +104,11 @@ export class ModelListing implements Dispatcher.DispatchHandler {
   /** The provider's head arrived. */
   private answered = false;
 
+  private readonly res: ServerResponse;
+  private readonly requestId: string;
+
   constructor(
-    private readonly res: ServerResponse,
-    private readonly requestId: string,
+    private readonly call: Call,
     private readonly key: KeyRecord,
     private readonly format: ModelListFormat,
     /** The provider's credentials, and the one this call went out with (sent once, not retried). */
@@ -115,6 +118,9 @@ export class ModelListing implements Dispatcher.DispatchHandler {
     private readonly served: ReadonlyMap<string, Model>,
     private readonly clientStallMs: number,
   ) {
+    const res = call.res;
+    this.res = res;
+    this.requestId = call.requestId;
     (res as ListingResponse)[kListing] = this;
     res.on('close', onListingClose);
   }
@@ -143,11 +149,11 @@ export class ModelListing implements Dispatcher.DispatchHandler {
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true;
     if (statusCode !== 200) {
-      this.passed = new Exchange(this.res, this.requestId, null, this.clientStallMs);
+      this.passed = new Exchange(this.call, null, this.clientStallMs);
       this.passed.takeOver(this.rotation, this.credential, this.abortUpstream!);
       return this.passed.onHeaders(statusCode, rawHeaders, resume);
     }
-    noteFirstByte(this.res);
+    noteFirstByte(this.call);
     this.answered = true;
     this.rotation.answered(this.credential, null, statusCode);
     this.upstreamRequestId = pickUpstreamHeaders(rawHeaders).requestId;
@@ -173,6 +179,15 @@ export class ModelListing implements Dispatcher.DispatchHandler {
   }
 
   onError(err: Error): void {
+    try {
+      this.failedUpstream(err);
+    } catch (thrown) {
+      // A throw here would end the process (undici calls onError outside any handler of its own).
+      this.call.fail(thrown);
+    }
+  }
+
+  private failedUpstream(err: Error): void {
     if (this.passed !== null) return this.passed.onError(err);
     if (this.ended) return;
     this.ended = true;

@@ -116,7 +116,19 @@ export class RequestBody {
   }
 }
 
-type BodyOutcome = RequestBody | typeof TOO_LARGE | typeof REFUSED | undefined;
+/** The inspector threw (a fault of the gateway's own): the body's call ends with it (server.ts). */
+export class InspectorFault {
+  constructor(readonly error: unknown) {}
+}
+
+/**
+ * How reading a body ended: the body, TOO_LARGE, REFUSED, an InspectorFault, or undefined when
+ * the client went away first.
+ */
+export type BodyOutcome = RequestBody | typeof TOO_LARGE | typeof REFUSED | InspectorFault | undefined;
+
+/** Told once how a body's reading ended, with the owner the read was started for. */
+export type BodyDone<T> = (owner: T, outcome: BodyOutcome) => void;
 
 /**
  * Bytes of request bodies shown to inspectors per turn of the event loop, across all requests.
@@ -167,8 +179,26 @@ class BodyRead {
     private readonly req: IncomingMessage,
     private readonly max: number,
     private readonly inspector: BodyInspector,
-    private readonly resolve: (outcome: BodyOutcome) => void,
+    private readonly owner: unknown,
+    private readonly tell: BodyDone<unknown>,
   ) {}
+
+  /**
+   * Shows a chunk to the inspector; false when it refused the body or threw, and the read is
+   * over. A throw is caught here: it comes from an event listener or the turn's setImmediate,
+   * where it would end the process.
+   */
+  private inspect(chunk: Buffer): boolean {
+    let accepted: boolean;
+    try {
+      accepted = this.inspector.write(chunk);
+    } catch (err) {
+      this.stop(new InspectorFault(err));
+      return false;
+    }
+    if (!accepted) this.stop(REFUSED);
+    return accepted;
+  }
 
   data(chunk: Buffer): void {
     if (this.done) return;
@@ -178,7 +208,7 @@ class BodyRead {
     schedule();
     if (this.unscanned.length === 0 && turn.spent < TURN_BUDGET) {
       turn.spent += chunk.length;
-      if (!this.inspector.write(chunk)) this.stop(REFUSED);
+      this.inspect(chunk);
       return;
     }
     this.unscanned.push(chunk);
@@ -195,10 +225,7 @@ class BodyRead {
     if (this.done) return false;
     const chunk = this.unscanned.shift()!;
     turn.spent += chunk.length;
-    if (!this.inspector.write(chunk)) {
-      this.stop(REFUSED);
-      return false;
-    }
+    if (!this.inspect(chunk)) return false;
     if (this.unscanned.length === 0 && this.ended) this.finish(new RequestBody(this.chunks, this.size));
     return true;
   }
@@ -207,11 +234,11 @@ class BodyRead {
     if (this.done) return;
     this.done = true;
     this.unscanned.length = 0;
-    this.resolve(outcome);
+    this.tell(this.owner, outcome);
   }
 
   /** Refused before the end: the rest is read and dropped, so the connection stays usable. */
-  private stop(verdict: typeof TOO_LARGE | typeof REFUSED): void {
+  private stop(verdict: typeof TOO_LARGE | typeof REFUSED | InspectorFault): void {
     this.chunks.length = 0;
     this.req.resume();
     this.finish(verdict);
@@ -221,27 +248,26 @@ class BodyRead {
 /**
  * Reads the request body once, up to `max` bytes, showing every chunk to `inspector` as it
  * arrives (within the turn's scanning budget), so that the work of reading a large body is
- * spread over the turns its chunks arrive in. Resolves to the body (the same bytes are later
- * forwarded), TOO_LARGE, REFUSED (the inspector said no), or undefined when the client goes away
- * first. After TOO_LARGE or REFUSED the rest of the body is read and discarded, so the client
- * can read the answer on a connection that stays usable.
+ * spread over the turns its chunks arrive in. Tells `done` (with `owner`) the body (the same
+ * bytes are later forwarded), TOO_LARGE, REFUSED (the inspector said no), an InspectorFault,
+ * or undefined when the client goes away first; TOO_LARGE is told before this returns. After
+ * TOO_LARGE, REFUSED or a fault the rest of the body is read and discarded, so the client can
+ * read the answer on a connection that stays usable. A callback rather than a promise: no
+ * promise, and no async function suspended on it, per request.
  */
-export function readBody(req: IncomingMessage, max: number, inspector: BodyInspector): Promise<BodyOutcome> {
-  return new Promise((resolve) => {
-    const declared = Number(req.headers['content-length']);
-    if (declared > max) {
-      req.resume();
-      resolve(TOO_LARGE);
-      return;
-    }
-    (req as ReadRequest)[kRead] = new BodyRead(req, max, inspector, resolve);
-    // The same four functions for every request, kept with `on` (a read ignores whatever comes
-    // after it finished): no closure or `once` wrapper per request.
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onGone);
-    req.on('aborted', onGone);
-  });
+export function readBody<T>(req: IncomingMessage, max: number, inspector: BodyInspector, owner: T, done: BodyDone<T>): void {
+  const declared = Number(req.headers['content-length']);
+  if (declared > max) {
+    req.resume();
+    return done(owner, TOO_LARGE);
+  }
+  (req as ReadRequest)[kRead] = new BodyRead(req, max, inspector, owner, done as BodyDone<unknown>);
+  // The same four functions for every request, kept with `on` (a read ignores whatever comes
+  // after it finished): no closure or `once` wrapper per request.
+  req.on('data', onData);
+  req.on('end', onEnd);
+  req.on('error', onGone);
+  req.on('aborted', onGone);
 }
 
 const kRead = Symbol('tollgate.bodyRead');
@@ -266,12 +292,16 @@ function onGone(this: ReadRequest): void {
  * head (process.nextTick from the 'request' event: Node's parser pushes the body bytes of the
  * same read after that event), before anything else has read from `req`.
  */
-export function bodyAtHand(req: IncomingMessage, limit: number, inspector: BodyInspector): RequestBody | typeof REFUSED | null {
+export function bodyAtHand(req: IncomingMessage, limit: number, inspector: BodyInspector): RequestBody | typeof REFUSED | InspectorFault | null {
   const declared = Number(req.headers['content-length']);
   if (!(declared <= limit) || req.readableLength !== declared || req.readableFlowing !== null || req.destroyed) return null;
   const bytes = (req.read() as Buffer | null) ?? Buffer.alloc(0);
   // Nothing is left to read: flowing, the stream ends (its 'end') as the parser completes it.
   req.resume();
-  if (bytes.length > 0 && !inspector.write(bytes)) return REFUSED;
+  try {
+    if (bytes.length > 0 && !inspector.write(bytes)) return REFUSED;
+  } catch (err) {
+    return new InspectorFault(err);
+  }
   return RequestBody.of(bytes);
 }

@@ -4,50 +4,19 @@ import type { Route } from '../http/routes.js';
 import { isLeverNote } from '../meter/charge.js';
 import { formatUsd } from '../money.js';
 import type { KeyRecord, UsageRecord } from '../domain/types.js';
+import { CALL, callOf, type Call, type CalledResponse } from '../call.js';
+import { log } from '../log.js';
 import type { AccessLog } from './access-log.js';
 import { ENDPOINT_LABELS, ENDPOINT_OTHER, SURFACE_NONE, SURFACES, type Metrics } from './metrics.js';
-
-/**
- * What is known about one request as it goes through the gateway, for its metrics and its
- * access-log line. The stages note what they learn on the response (`noteX(res, …)`, a
- * property write); the request is observed once, when both its response has closed and, for
- * a metered call, its usage record exists (a client that left is billed later, after the
- * provider's answer ends, and its line carries that record).
- */
-class Call {
-  readonly startedAt = performance.now();
-  readonly time = Date.now();
-  surface = SURFACE_NONE;
-  endpoint = ENDPOINT_OTHER;
-  keyPrefix: string | null = null;
-  model: string | null = null;
-  /** The gateway's own error code, when it answered with one. */
-  code: string | null = null;
-  provider: string | null = null;
-  /** The provider credential of its last send, by name. */
-  credential: string | null = null;
-  /** Sends to the provider. */
-  attempts = 0;
-  dispatchedAt = 0;
-  key: KeyRecord | null = null;
-  record: UsageRecord | null = null;
-  /** A metered call: observed only once its usage record exists as well. */
-  expectsRecord = false;
-  /** Events still to come before the call is observed: the response's close, and a record. */
-  waiting = 1;
-  constructor(readonly observer: Observer, readonly requestId: string) {}
-}
-
-const kCall = Symbol('tollgate.call');
-type ObservedResponse = ServerResponse & { [kCall]?: Call };
 
 const ENDPOINT_INDEX = new Map<string, number>(ENDPOINT_LABELS.map((e, i) => [e, i]));
 /** The `endpoint` label of routes that are not inference calls. */
 const ROUTE_KIND_ENDPOINT: Record<Route['kind'], string> = { inference: 'other', models: 'models', 'stored-response': 'responses', 'usage-page': 'usage', 'usage-api': 'usage', healthz: 'other', readyz: 'other' };
 
-function onClose(this: ObservedResponse): void {
-  const call = this[kCall];
-  if (call !== undefined && --call.waiting === 0) call.observer.finish(call, this);
+/** The response closed (a listener shared by every response). */
+function onClose(this: CalledResponse): void {
+  const call = this[CALL]!;
+  if (--call.waiting === 0) call.observer.finish(call);
 }
 
 export class Observer {
@@ -57,14 +26,26 @@ export class Observer {
   ) {}
 
   /** A request arrived: observed when its response closes. */
-  begin(res: ServerResponse, requestId: string): void {
-    const call = new Call(this, requestId);
-    (res as ObservedResponse)[kCall] = call;
+  begin(call: Call): void {
     this.metrics?.enter(SURFACE_NONE);
-    res.on('close', onClose);
+    call.res.on('close', onClose);
   }
 
-  finish(call: Call, res: ServerResponse): void {
+  /**
+   * The call's metrics and access-log line. Run from the response's 'close' (or the record's
+   * commit): a throw here cannot end a call that has ended, so it is logged, once per call,
+   * and the call's observation is what is lost.
+   */
+  finish(call: Call): void {
+    try {
+      this.observe(call);
+    } catch (err) {
+      log('error', 'internal_error', { requestId: call.requestId, keyPrefix: call.keyPrefix, stage: 'observe', error: err instanceof Error ? err.stack ?? err.message : String(err) });
+    }
+  }
+
+  private observe(call: Call): void {
+    const res = call.res;
     const r = call.record;
     const status = res.headersSent ? res.statusCode : r?.status ?? CLIENT_CLOSED_REQUEST;
     const code = call.code ?? codeOfRecord(r) ?? codeOfStatus(status, call.provider !== null);
@@ -90,7 +71,7 @@ export class Observer {
       keyPrefix: call.keyPrefix,
       surface: SURFACES[call.surface]!,
       endpoint: ENDPOINT_LABELS[call.endpoint]!,
-      model: r?.model ?? call.model,
+      model: r?.model ?? call.modelName,
       status,
       code,
       stream,
@@ -146,12 +127,10 @@ function codeOfRecord(r: UsageRecord | null): string | null {
   return 'upstream';
 }
 
-// ── what the stages note (each a property write on the response's call) ──────
+// ── what the stages note (each a property write on the call) ────────────
 
 /** The route resolved: its surface and endpoint label the request from now on. */
-export function noteRoute(res: ServerResponse, route: Route): void {
-  const call = (res as ObservedResponse)[kCall];
-  if (call === undefined) return;
+export function noteRoute(call: Call, route: Route): void {
   const surface = route.surface === null ? SURFACE_NONE : route.surface === 'credit' ? 0 : 1;
   call.endpoint = ENDPOINT_INDEX.get(route.endpoint ?? ROUTE_KIND_ENDPOINT[route.kind])!;
   if (surface !== call.surface) {
@@ -162,28 +141,19 @@ export function noteRoute(res: ServerResponse, route: Route): void {
 }
 
 /** The key is known: its 12-character prefix (never more) goes in the log line. */
-export function noteKey(res: ServerResponse, key: KeyRecord): void {
-  const call = (res as ObservedResponse)[kCall];
-  if (call === undefined) return;
+export function noteKey(call: Call, key: KeyRecord): void {
   call.key = key;
   call.keyPrefix = key.prefix;
 }
 
-export function noteModel(res: ServerResponse, model: string): void {
-  const call = (res as ObservedResponse)[kCall];
-  if (call !== undefined) call.model = model;
-}
-
-/** The gateway answered with one of its own errors. */
+/** The gateway answered with one of its own errors (`res`: a response of the gateway's, or of the admin listener's). */
 export function noteCode(res: ServerResponse, code: string): void {
-  const call = (res as ObservedResponse)[kCall];
+  const call = callOf(res);
   if (call !== undefined) call.code = code;
 }
 
 /** The call was sent to this provider, with this credential, now (again, for a retry). */
-export function noteDispatch(res: ServerResponse, provider: string, credential: string): void {
-  const call = (res as ObservedResponse)[kCall];
-  if (call === undefined) return;
+export function noteDispatch(call: Call, provider: string, credential: string): void {
   call.provider = provider;
   call.credential = credential;
   call.attempts++;
@@ -191,31 +161,21 @@ export function noteDispatch(res: ServerResponse, provider: string, credential: 
 }
 
 /** The provider's response headers arrived. */
-export function noteFirstByte(res: ServerResponse): void {
-  const call = (res as ObservedResponse)[kCall];
-  if (call !== undefined && call.dispatchedAt !== 0) call.observer.firstByte(call);
+export function noteFirstByte(call: Call): void {
+  if (call.dispatchedAt !== 0) call.observer.firstByte(call);
 }
 
 /** A metered call: it is observed only once its usage record exists, too. */
-export function expectRecord(res: ServerResponse): void {
-  const call = (res as ObservedResponse)[kCall];
-  if (call === undefined || call.expectsRecord) return;
+export function expectRecord(call: Call): void {
+  if (call.expectsRecord) return;
   call.expectsRecord = true;
   call.waiting++;
 }
 
 /** The call's usage record (tokens, cost, status recorded). */
-export function noteRecord(res: ServerResponse, record: UsageRecord): void {
-  const call = (res as ObservedResponse)[kCall];
-  if (call === undefined) return;
+export function noteRecord(call: Call, record: UsageRecord): void {
   if (call.record === null) call.record = record;
   if (!call.expectsRecord) return;
   call.expectsRecord = false;
-  if (--call.waiting === 0) call.observer.finish(call, res);
-}
-
-/** What the stages learnt about a request so far, for recording a failure against its key. */
-export function callFacts(res: ServerResponse): { requestId: string | null; key: KeyRecord | null; model: string | null; endpoint: string } {
-  const call = (res as ObservedResponse)[kCall];
-  return { requestId: call?.requestId ?? null, key: call?.key ?? null, model: call?.model ?? null, endpoint: ENDPOINT_LABELS[call?.endpoint ?? ENDPOINT_OTHER]! };
+  if (--call.waiting === 0) call.observer.finish(call);
 }

@@ -9,12 +9,17 @@ export function newId(kind: string): string {
   return `${kind}_${randomBytes(8).toString('hex')}`;
 }
 
-/** Tells one listener of a commit; one that throws must not keep the others from being told. */
+/**
+ * Tells one listener of a commit; one that throws must not keep the others from being told.
+ * The gateway's listeners end their own call on a throw (server.ts `failed`), so a throw that
+ * reaches here cannot be tied to a call: once every listener was told, it is thrown again on
+ * its own tick, where the process's handler (cli/serve.ts) logs it, drains and exits.
+ */
 export function tell<A, B>(listener: (a: A, b: B) => void, a: A, b: B): void {
   try {
     listener(a, b);
   } catch (err) {
-    log('error', 'commit_listener_failed', { error: String(err) });
+    listenerFailed(err);
   }
 }
 
@@ -23,6 +28,16 @@ export function tellCommitted(listener: CommitListener, error: unknown): void {
   try {
     listener.committed(error);
   } catch (err) {
-    log('error', 'commit_listener_failed', { error: String(err) });
+    listenerFailed(err);
   }
+}
+
+/** A store listener threw (see `tell`): logged, and thrown again once the listeners of its commit were told. */
+export function listenerFailed(err: unknown): void {
+  log('error', 'store_listener_failed', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
+  process.nextTick(rethrow, err);
+}
+
+function rethrow(err: unknown): never {
+  throw err;
 }

@@ -1,6 +1,6 @@
 import type { AdmissionListener } from '../../domain/interfaces.js';
-import { fundsRefusal, keyRefusal, modelSwitchedOn } from '../../domain/rules.js';
-import type { KeyMode, KeyRecord, ResponseOwner } from '../../domain/types.js';
+import { fundsRefusal, keyRefusal, modelAllowed, modelSwitchedOn } from '../../domain/rules.js';
+import type { Hold, HoldEitherWay, KeyMode, KeyRecord, ResponseOwner } from '../../domain/types.js';
 import { rowToResponse } from '../rows.js';
 import { LmdbLiveness } from './liveness.js';
 
@@ -19,6 +19,35 @@ export class LmdbAdmission extends LmdbLiveness {
     const refusal = keyRefusal(key, surface, now) ?? fundsRefusal(this.accountOf(key.account));
     if (refusal !== null || (key.rpm === null && key.concurrency === null)) return done(key, refusal, 0);
     this.countLater(key, callId, now, (refused, retryAfter) => done(key, refused, retryAfter));
+  }
+
+  /**
+   * `admit`, then step 9 (the key's allowlist) and `hold` with the hold of the key's mode, in
+   * that order: nothing here is a round trip, so the composition decides as the two calls
+   * would, in as many group commits (one for step 7 when the key has a rate or concurrency
+   * limit, one for the hold).
+   */
+  admitHolding(hash: string, surface: KeyMode, callId: string, hold: HoldEitherWay, done: AdmissionListener): void {
+    const key = this.keyRecord(hash);
+    if (key === undefined) return done(undefined, 'invalid_api_key', 0);
+    const now = Date.now();
+    const refusal = keyRefusal(key, surface, now) ?? fundsRefusal(this.accountOf(key.account));
+    if (refusal !== null) return done(key, refusal, 0);
+    const own = key.mode === 'credit' ? hold.credit : hold.token;
+    if (key.rpm === null && key.concurrency === null) return this.holdAdmitted(key, callId, own, done);
+    this.countLater(key, callId, now, (refused, retryAfter) => {
+      if (refused !== null) return done(key, refused, retryAfter);
+      this.holdAdmitted(key, callId, own, done);
+    });
+  }
+
+  /** Step 9, then the hold, for a call admitted by admitHolding. */
+  private holdAdmitted(key: KeyRecord, callId: string, hold: Hold, done: AdmissionListener): void {
+    if (!modelAllowed(key, hold.model)) {
+      this.release(key, callId);
+      return done(key, 'model_not_allowed', 0);
+    }
+    this.hold(key, callId, hold, (refusal, continued) => done(key, refusal, 0, continued));
   }
 
   lookup(hash: string, done: (key: KeyRecord | undefined, failure: unknown) => void): void {

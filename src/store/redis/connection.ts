@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import { log } from '../../log.js';
+import { listenerFailed } from '../common.js';
 import { ADMIT, CREATE, FORGET, HOLD, ORPHAN, RELEASE, SETTLE, SWITCH, TOPUP, UPDATE } from './scripts.js';
 
 /** A command that has not answered within this is taken as a failure (fail closed). */
@@ -213,15 +214,15 @@ function scriptsFor(single: boolean): Record<keyof Scripts, HotScript> {
 export const UTF8 = { replyEncoding: 'utf8' as const };
 
 /**
- * Runs a listener of the request path. It runs in a promise's callback, where a throw would be
- * an unhandled rejection (which ends the process): it is logged instead, like a failing listener
- * of LMDB's group commit.
+ * Runs a listener of the request path, in a promise's callback: a throw is handled as a throw of
+ * a listener of LMDB's group commit is (store/common.ts `listenerFailed`), not left to become an
+ * unhandled rejection.
  */
 export function safely(listener: () => void): void {
   try {
     listener();
   } catch (err) {
-    log('error', 'store_listener_failed', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
+    listenerFailed(err);
   }
 }
 
