@@ -10,12 +10,13 @@
  */
 import { EventEmitter } from 'node:events';
 import { openSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { Counter, Registry } from 'prom-client';
 import type { Route } from '../src/http/routes.js';
 import { stdoutAccessLog } from '../src/observe/access-log.js';
-import { expectRecord, noteDispatch, noteFirstByte, noteKey, noteModel, noteRecord, noteRoute, Observer } from '../src/observe/call.js';
+import { Call } from '../src/call.js';
+import { expectRecord, noteDispatch, noteFirstByte, noteKey, noteRecord, noteRoute, Observer } from '../src/observe/call.js';
 import { Metrics } from '../src/observe/metrics.js';
 import { PLAIN_USAGE_DETAIL, type KeyRecord, type UsageRecord } from '../src/domain/types.js';
 
@@ -23,6 +24,10 @@ const N = Number(process.argv[2] ?? 200_000);
 const route: Route = { kind: 'inference', method: 'POST', surface: 'credit', endpoint: 'chat', upstreamPath: '/chat/completions' };
 const key = { prefix: 'gw_live_1a2b' } as KeyRecord;
 const record: UsageRecord = { at: Date.now(), callId: 'req_0123456789ab000001', requestId: 'req_0123456789ab000001', endpoint: 'chat', model: 'gpt-4o-mini', stream: false, status: 200, inputTokens: 12, outputTokens: 34, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 22200, tokensCharged: 46, error: null, estimated: false, clientGone: false, ...PLAIN_USAGE_DETAIL, attempts: 1, credential: 'default' };
+
+/** The request and the error path are not used by the observation. */
+const REQUEST = {} as IncomingMessage;
+const ENDING = { fail(): void {} };
 
 class FakeResponse extends EventEmitter {
   headersSent = true;
@@ -40,14 +45,15 @@ async function run(observer: Observer): Promise<number> {
       t0 = performance.now();
     }
     const res = new FakeResponse() as unknown as ServerResponse;
-    observer.begin(res, 'req_0123456789ab000001');
-    noteRoute(res, route);
-    noteKey(res, key);
-    noteModel(res, 'gpt-4o-mini');
-    noteDispatch(res, 'openai', 'default');
-    expectRecord(res);
-    noteFirstByte(res);
-    noteRecord(res, record);
+    const call = new Call(REQUEST, res, 'req_0123456789ab000001', '', observer, ENDING);
+    observer.begin(call);
+    noteRoute(call, route);
+    noteKey(call, key);
+    call.modelName = 'gpt-4o-mini';
+    noteDispatch(call, 'openai', 'default');
+    expectRecord(call);
+    noteFirstByte(call);
+    noteRecord(call, record);
     res.emit('close');
   }
   busy += performance.now() - t0;

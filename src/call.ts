@@ -104,6 +104,8 @@ export interface CallExchange {
   fault(err: unknown): void;
   clientClosed(): void;
   resume(): void;
+  /** The request id the client was given (the provider's, once the provider's head went out). */
+  shownRequestId(): string;
 }
 
 /** The response's reference back to its call. */

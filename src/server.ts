@@ -453,7 +453,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     call.faulted = true;
     const { res, requestId } = call;
     try {
-      log('error', 'internal_error', { requestId, keyPrefix: call.keyPrefix, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      log('error', 'internal_error', { requestId: call.exchange?.shownRequestId() ?? requestId, keyPrefix: call.keyPrefix, error: err instanceof Error ? err.stack ?? err.message : String(err) });
       call.code = 'internal_error';
       if (call.exchange !== null) return call.exchange.fault(err);
       release(call);

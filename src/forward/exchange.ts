@@ -556,6 +556,8 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
    */
   fault(_err: unknown): void {
     const finish = this.res.headersSent ? Finish.Destroy : Finish.Internal;
+    // The gateway's own 500 carries the gateway's request id: so does the record.
+    if (finish === Finish.Internal) this.upstreamRequestId = undefined;
     this.settled = true;
     this.clearGrace();
     this.clearStall();
@@ -732,6 +734,11 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
 
   private clearGrace(): void {
     if (this.graceTimer !== null) clearTimeout(this.graceTimer);
+  }
+
+  /** The request id the client was given: the provider's once its head went out, else the gateway's. */
+  shownRequestId(): string {
+    return this.res.headersSent ? this.recordId() : this.requestId;
   }
 
   private recordId(): string {

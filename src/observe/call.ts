@@ -40,7 +40,7 @@ export class Observer {
     try {
       this.observe(call);
     } catch (err) {
-      log('error', 'internal_error', { requestId: call.requestId, keyPrefix: call.keyPrefix, stage: 'observe', error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      log('error', 'internal_error', { requestId: call.record?.requestId ?? call.requestId, keyPrefix: call.keyPrefix, stage: 'observe', error: err instanceof Error ? err.stack ?? err.message : String(err) });
     }
   }
 
