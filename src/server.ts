@@ -52,6 +52,8 @@ export interface GatewayOptions {
    * out of rotation, the retry budget): Date.now unless a test drives the time.
    */
   clock?: Clock;
+  /** Makes the scanner of each request body (default: `new TopLevelScanner(maxJsonDepth)`); tests hand in doubles. */
+  requestScanner?: (maxJsonDepth: number) => TopLevelScanner;
 }
 
 export interface Gateway {
@@ -97,6 +99,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   const drain = new Drain();
   /** The largest body taken before its admission when it came whole with the request's head. */
   const earlyBodyLimit = Math.min(maxRequestBytes, EARLY_BODY_LIMIT);
+  const newScanner = options.requestScanner ?? ((depth: number) => new TopLevelScanner(depth));
 
   // ── the pipeline, in the spec's order of checks ─────────────────────────
   //
@@ -155,7 +158,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
    */
   function admitInference(call: Call, hash: string): void {
     try {
-      const scanner = new TopLevelScanner(maxJsonDepth);
+      const scanner = newScanner(maxJsonDepth);
       call.scanner = scanner;
       const body = bodyAtHand(call.req, earlyBodyLimit, scanner);
       if (body instanceof InspectorFault) return failed(call, body.error);
@@ -215,7 +218,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     if (kind === 'stored-response') return storedResponse(call);
     // Steps 8–11: the body (read now unless it came with the head), the model, the hold.
     if (call.early !== null) return checkBody(call, call.early);
-    call.scanner ??= new TopLevelScanner(maxJsonDepth);
+    call.scanner ??= newScanner(maxJsonDepth);
     readBody(call.req, maxRequestBytes, call.scanner, call, bodyRead);
   }
 

@@ -30,6 +30,10 @@ interface Case {
   sees: 'internal_error' | 'cut' | 'ok';
   /** The faulty call is a stream (its head is sent before its end). */
   stream?: boolean;
+  /** The faulty call's body: its size, with the marker the scanner double throws on. */
+  marked?: number;
+  /** The key may not be known yet when the fault strikes: then nothing is recorded (nothing was held either). */
+  unrecorded?: boolean;
 }
 
 const CASES: Case[] = [
@@ -39,10 +43,17 @@ const CASES: Case[] = [
   { stage: 'metering', sees: 'internal_error' },
   { stage: 'metering', sees: 'cut', stream: true },
   { stage: 'access-log', sees: 'ok' },
+  { stage: 'body-scan', sees: 'internal_error', marked: 1_000, unrecorded: true },
+  { stage: 'body-scan', sees: 'internal_error', marked: 200_000 },
 ];
 
+/** A chat body of about `size` bytes holding the marker FAULT-HERE in a message. */
+function marked(size: number): unknown {
+  return { ...PLAIN, messages: [{ role: 'user', content: `FAULT-HERE ${'x'.repeat(size)}` }] };
+}
+
 for (const c of CASES) {
-  t.test(`a fault at ${c.stage}${c.stream ? ' (a stream)' : ''}: that call ${c.sees === 'ok' ? 'is answered' : c.sees === 'cut' ? 'is cut' : 'is answered 500'}, the others finish and are billed`, async (t) => {
+  t.test(`a fault at ${c.stage}${c.stream ? ' (a stream)' : ''}${c.marked ? ` (a body of ${c.marked} bytes)` : ''}: that call ${c.sees === 'ok' ? 'is answered' : c.sees === 'cut' ? 'is cut' : 'is answered 500'}, the others finish and are billed`, async (t) => {
     const mock = await startMockProvider();
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-fault-'));
     const victimKey = generateKey();
@@ -74,7 +85,7 @@ for (const c of CASES) {
     for (const s of streams) t.equal(s.status, 200, 'a stream of the other key started');
     const bodies = streams.map((s) => s.text());
 
-    const res = await fetch(url, { method: 'POST', headers: { ...headers, authorization: `Bearer ${victimKey}` }, body: JSON.stringify(c.stream ? STREAM : PLAIN) });
+    const res = await fetch(url, { method: 'POST', headers: { ...headers, authorization: `Bearer ${victimKey}` }, body: JSON.stringify(c.marked !== undefined ? marked(c.marked) : c.stream ? STREAM : PLAIN) });
     const requestId = res.headers.get('x-request-id');
     t.ok(requestId, 'the faulty call got a request id');
     let text: string | null = null;
@@ -110,6 +121,9 @@ for (const c of CASES) {
     t.equal(mine.key.heldNanoUsd, 0, 'the faulty call\'s hold was settled');
     const faulty = mine.requests.find((r: { requestId: string }) => r.requestId === requestId);
     if (c.sees === 'ok') t.match(faulty, { status: 200, error: null }, 'a call whose log line failed is billed as usual');
+    // A small body is scanned before the admission when it came in the same read as the head
+    // (nearly always, on loopback): the key is not known yet, so there is nothing to record.
+    else if (c.unrecorded && faulty === undefined) t.pass('a call whose key was not known yet is not recorded');
     else t.match(faulty, { status: 500, error: 'internal_error', costNanoUsd: 0, tokensCharged: 0 }, 'recorded at zero cost');
 
     const logged = err.split('\n').filter((l) => l.startsWith('{') && l.includes('"internal_error"')).map((l) => JSON.parse(l));
