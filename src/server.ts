@@ -187,10 +187,12 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   }
 
   function admittedHolding(call: Call, key: KeyRecord | undefined, refusal: Refusal | null, retryAfter: number, continued: ResponseOwner | null | undefined): void {
+    // First what a failure must settle: the key, and whether its admission took anything.
+    call.key = key ?? null;
+    call.admitted = refusal === null;
     if (key !== undefined) noteKey(call, key);
     if (refusal === null || refusal === 'model_not_allowed' || refusal === 'model_not_available' || refusal === 'previous_response_not_found') call.modelName = call.facts!.model;
     if (refusal !== null) return refused(call, refusal, retryAfter);
-    call.admitted = true;
     // The client left while waiting: nothing goes out, nothing is billed.
     if (call.res.destroyed) return release(call);
     forward(call, continued);
@@ -198,19 +200,14 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
 
   /** Steps 3–7 alone; then the rest of the call. */
   function admit(call: Call, hash: string): void {
-    store.admit(hash, call.route!.surface!, call.requestId, (key, refusal, retryAfter) => {
-      try {
-        admitted(call, key, refusal, retryAfter);
-      } catch (err) {
-        failed(call, err);
-      }
-    });
+    store.admit(hash, call.route!.surface!, call.requestId, (key, refusal, retryAfter) => guarded(call, admitted, key, refusal, retryAfter));
   }
 
   function admitted(call: Call, key: KeyRecord | undefined, refusal: Refusal | null, retryAfter: number): void {
+    call.key = key ?? null;
+    call.admitted = refusal === null;
     if (key !== undefined) noteKey(call, key);
     if (refusal !== null) return refused(call, refusal, retryAfter);
-    call.admitted = true;
     // The client left while waiting: free the slot rather than read a body that will not come.
     if (call.res.destroyed) return release(call);
     const kind = call.route!.kind;
