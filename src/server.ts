@@ -23,7 +23,7 @@ import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } fro
 import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
 import { log } from './log.js';
-import { holdFor } from './meter/hold.js';
+import { holdEitherWay, holdFor } from './meter/hold.js';
 import { serveHealthz, serveReadyz, type Readiness } from './admin/health.js';
 import type { AccessLog } from './observe/access-log.js';
 import { CredentialWatch } from './observe/credentials.js';
@@ -31,7 +31,7 @@ import { noteDispatch, noteKey, noteRecord, noteRoute, Observer } from './observ
 import { ENDPOINT_LABELS, type Metrics } from './observe/metrics.js';
 import { unpricedRefusal } from './meter/levers.js';
 import type { GatewayStore } from './domain/interfaces.js';
-import { PLAIN_USAGE_DETAIL, type HoldEitherWay, type KeyRecord, type Refusal, type ResponseOwner, type UsageRecord } from './domain/types.js';
+import { PLAIN_USAGE_DETAIL, type KeyRecord, type Refusal, type ResponseOwner, type UsageRecord } from './domain/types.js';
 import { serveUsageApi } from './usage/api.js';
 import { serveUsagePage } from './usage/page.js';
 
@@ -168,10 +168,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       // A refusal of the body's options is due: the admission answers steps 3–7 first.
       if (facts === undefined || !servable(call, facts) || optionRefusal(call, true) !== null) return admit(call, hash);
       const at = Date.now();
-      const hold: HoldEitherWay = {
-        credit: holdFor(call.format!, call.model!, call.levers!, 'credit', facts, facts.raw.length, facts.stream, at),
-        token: holdFor(call.format!, call.model!, call.levers!, 'token', facts, facts.raw.length, facts.stream, at),
-      };
+      const hold = holdEitherWay(call.format!, call.model!, call.levers!, facts, facts.raw.length, facts.stream, at);
       hold.credit.previousResponses = hold.token.previousResponses = continuedBy(call);
       call.heldAt = at;
       store.admitHolding(hash, call.route!.surface!, call.requestId, hold, (key, refusal, retryAfter, continued) => {

@@ -2,7 +2,7 @@ import { MAX_OUTPUT_CAP } from '../config/load.js';
 import type { Model } from '../config/types.js';
 import type { RequestLevers } from '../formats/levers.js';
 import type { FormatAdapter } from '../formats/types.js';
-import type { Hold, KeyMode } from '../domain/types.js';
+import type { Hold, HoldEitherWay, KeyMode } from '../domain/types.js';
 import { holdRates } from './charge.js';
 
 /** A request body's top-level members, each parsed only when read (formats/model.ts RequestFacts). */
@@ -32,14 +32,32 @@ export interface TopLevelFields {
  * instead: a quarter of the bounded input (≈ 4 bytes of text per token), at the input price.
  */
 export function holdFor(format: FormatAdapter, model: Model, levers: RequestLevers, mode: KeyMode, body: TopLevelFields, bodyBytes: number, stream: boolean, at: number): Hold {
-  const input = model.contextWindow === null ? bodyBytes : Math.min(bodyBytes, model.contextWindow);
+  return holdOf(format, model, levers, mode, inputCap(model, bodyBytes), outputCap(format, model, body), stream, at);
+}
+
+/**
+ * The hold of a call computed before its key is known (its body came whole with its head), in
+ * both units; the body's caps are read once for both.
+ */
+export function holdEitherWay(format: FormatAdapter, model: Model, levers: RequestLevers, body: TopLevelFields, bodyBytes: number, stream: boolean, at: number): HoldEitherWay {
+  const input = inputCap(model, bodyBytes);
   const output = outputCap(format, model, body);
+  return { credit: holdOf(format, model, levers, 'credit', input, output, stream, at), token: holdOf(format, model, levers, 'token', input, output, stream, at) };
+}
+
+/** The input a body can carry, in tokens: its bytes, never more than the model's context window. */
+function inputCap(model: Model, bodyBytes: number): number {
+  return model.contextWindow === null ? bodyBytes : Math.min(bodyBytes, model.contextWindow);
+}
+
+function holdOf(format: FormatAdapter, model: Model, levers: RequestLevers, mode: KeyMode, input: number, output: number, stream: boolean, at: number): Hold {
   const interruptedInputTokens = Math.ceil(input / 4);
+  const credit = mode === 'credit';
   const p = model.price;
-  const rates = holdRates(p, levers);
+  const rates = credit ? holdRates(p, levers) : null;
   return {
-    amount: mode === 'credit' ? input * rates.input + output * rates.output : input + output,
-    interruptedCharge: mode === 'credit' ? interruptedInputTokens * p.input : interruptedInputTokens,
+    amount: rates !== null ? input * rates.input + output * rates.output : input + output,
+    interruptedCharge: credit ? interruptedInputTokens * p.input : interruptedInputTokens,
     interruptedInputTokens,
     endpoint: format.endpoint,
     model: model.id,
@@ -50,7 +68,6 @@ export function holdFor(format: FormatAdapter, model: Model, levers: RequestLeve
   };
 }
 
-/** The output tokens a call may produce, from its body or else the model's default cap. */
 export function outputCap(format: FormatAdapter, model: Model, body: TopLevelFields): number {
   let cap = 0;
   for (const field of format.outputCapFields) {
