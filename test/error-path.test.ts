@@ -18,7 +18,8 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { generateKey } from '../src/auth/keys.js';
 import { startMockProvider } from './fixtures/mock-provider.js';
-import { post, usageOf } from './helpers/harness.js';
+import { post, TEST_BACKEND, usageOf } from './helpers/harness.js';
+import { startRedis } from './helpers/redis.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/fault-gateway.ts', import.meta.url));
 const STREAM = { model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }], mock: { inputTokens: 40, outputTokens: 30, chunks: 20, chunkDelayMs: 25 } };
@@ -56,10 +57,11 @@ for (const c of CASES) {
   t.test(`a fault at ${c.stage}${c.stream ? ' (a stream)' : ''}${c.marked ? ` (a body of ${c.marked} bytes)` : ''}: that call ${c.sees === 'ok' ? 'is answered' : c.sees === 'cut' ? 'is cut' : 'is answered 500'}, the others finish and are billed`, async (t) => {
     const mock = await startMockProvider();
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-fault-'));
+    const redis = TEST_BACKEND === 'redis' ? await startRedis(t) : null;
     const victimKey = generateKey();
     const otherKey = generateKey();
     const proc = spawn(process.execPath, ['--import', 'tsx', FIXTURE, mock.url, join(dir, 'data')], {
-      env: { ...process.env, FAULT_STAGE: c.stage, FAULT_AFTER: '3', VICTIM_KEY: victimKey, OTHER_KEY: otherKey, OPENAI_API_KEY: 'sk-test', ANTHROPIC_API_KEY: 'sk-ant' },
+      env: { ...process.env, ...(redis === null ? {} : { REDIS_URL: redis.url }), FAULT_STAGE: c.stage, FAULT_AFTER: '3', VICTIM_KEY: victimKey, OTHER_KEY: otherKey, OPENAI_API_KEY: 'sk-test', ANTHROPIC_API_KEY: 'sk-ant' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let err = '';
