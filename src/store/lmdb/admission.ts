@@ -23,9 +23,9 @@ export class LmdbAdmission extends LmdbLiveness {
 
   /**
    * `admit`, then step 9 (the key's allowlist) and `hold` with the hold of the key's mode, in
-   * that order: nothing here is a round trip, so the composition decides as the two calls
-   * would, in as many group commits (one for step 7 when the key has a rate or concurrency
-   * limit, one for the hold).
+   * that order, deciding as the two calls would. Steps 3–6 are read now; for a key with a rate
+   * or concurrency limit, step 7, step 9 and the hold go into the same group commit
+   * (LmdbLedger.holdOnAdmission), one commit before the call goes out instead of two.
    */
   admitHolding(hash: string, surface: KeyMode, callId: string, hold: HoldEitherWay, done: AdmissionListener): void {
     const key = this.keyRecord(hash);
@@ -35,10 +35,7 @@ export class LmdbAdmission extends LmdbLiveness {
     if (refusal !== null) return done(key, refusal, 0);
     const own = key.mode === 'credit' ? hold.credit : hold.token;
     if (key.rpm === null && key.concurrency === null) return this.holdAdmitted(key, callId, own, done);
-    this.countLater(key, callId, now, (refused, retryAfter) => {
-      if (refused !== null) return done(key, refused, retryAfter);
-      this.holdAdmitted(key, callId, own, done);
-    });
+    this.countLater(key, callId, now, (refused, retryAfter) => done(key, refused, retryAfter), own, (refusal, continued) => done(key, refusal, 0, continued));
   }
 
   /** Step 9, then the hold, for a call admitted by admitHolding. */

@@ -1,5 +1,5 @@
 import type { CommitListener, HoldListener } from '../../domain/interfaces.js';
-import { fundsRefusal, modelSwitchedOn, retryAfterSeconds, windowOver } from '../../domain/rules.js';
+import { fundsRefusal, modelAllowed, modelSwitchedOn, retryAfterSeconds, windowOver } from '../../domain/rules.js';
 import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, ResponseOwner, UsageRecord } from '../../domain/types.js';
 import { log } from '../../log.js';
 import { tell, tellCommitted } from '../common.js';
@@ -12,13 +12,25 @@ import { LmdbUsage } from './usage.js';
 export type AdmitListener = (refusal: Refusal | null, retryAfter: number) => void;
 
 /**
+ * A queued step 7: the key, the call, when, who is told; and for admitHolding the hold to place
+ * in the same commit once admitted, with its listener (else null, null).
+ */
+type AdmitEntry = [KeyRecord, string, number, AdmitListener, Hold | null, HoldListener | null];
+
+/** A queued hold: the key, the call, the hold, who is told, the owner record of the response it continues. */
+type HoldEntry = [KeyRecord, string, Hold, HoldListener, ResponseOwner | null];
+
+/** The decision of a step 7 whose call's hold went into the same commit: its hold tells the outcome. */
+const HANDED_TO_HOLD: [null, number] = [null, -1];
+
+/**
  * Holds, releases and settlements (Ledger), and the queued step 7 of admissions: every check,
  * hold and record of one event-loop turn in one synchronous transaction, the group commit.
  */
 export class LmdbLedger extends LmdbUsage {
-  protected admits: Array<[KeyRecord, string, number, AdmitListener]> = [];
+  protected admits: AdmitEntry[] = [];
 
-  protected holds: Array<[KeyRecord, string, Hold, HoldListener, ResponseOwner | null]> = [];
+  protected holds: HoldEntry[] = [];
 
   protected releases: ReleaseEntry[] = [];
 
@@ -50,8 +62,8 @@ export class LmdbLedger extends LmdbUsage {
    * group commit, under LMDB's write lock: exact across processes. A refused request takes
    * nothing: neither a count in the window nor a slot.
    */
-  protected countLater(key: KeyRecord, callId: string, now: number, done: AdmitListener): void {
-    this.admits.push([key, callId, now, done]);
+  protected countLater(key: KeyRecord, callId: string, now: number, done: AdmitListener, hold: Hold | null = null, held: HoldListener | null = null): void {
+    this.admits.push([key, callId, now, done, hold, held]);
     this.schedule();
   }
 
@@ -137,6 +149,7 @@ export class LmdbLedger extends LmdbUsage {
         this.applyRecords(records, accounts);
         for (const [key, callId] of releases) this.endCall(key.id, callId, accounts);
         this.countRequests(admits, admitted);
+        this.holdOnAdmission(admits, admitted, holds, accounts);
         this.placeHolds(holds, accounts, held);
         accounts.writeBack();
         if (this.heartbeatDue && this.owner !== null) {
@@ -153,6 +166,8 @@ export class LmdbLedger extends LmdbUsage {
     }
     // Fail closed: when the commit failed, nothing is admitted and nothing is forwarded.
     for (let i = 0; i < admits.length; i++) {
+      // A call whose hold was queued with its admission is told by its hold, below.
+      if (admitted[i] === HANDED_TO_HOLD) continue;
       const [refusal, retryAfter] = failure === null ? admitted[i]! : ['store_unavailable' as const, 0];
       tell(admits[i]![3], refusal, retryAfter);
     }
@@ -194,7 +209,7 @@ export class LmdbLedger extends LmdbUsage {
    * written once per group, however many of its requests the group holds; a key's calls in
    * flight are counted from its entries (at most its limit, so the count is short).
    */
-  protected countRequests(admits: Array<[KeyRecord, string, number, AdmitListener]>, decisions: Array<[Refusal | null, number]>): void {
+  protected countRequests(admits: AdmitEntry[], decisions: Array<[Refusal | null, number]>): void {
     const windows = new Map<string, RateRow>();
     for (const [key, callId, now] of admits) {
       let window: RateRow | undefined;
@@ -220,8 +235,33 @@ export class LmdbLedger extends LmdbUsage {
     for (const [keyId, window] of windows) this.rate.put(keyId, window);
   }
 
+  /**
+   * For calls admitted by this group's step 7 whose hold came with their admission
+   * (admitHolding): step 9 (the key's allowlist), step 10's run-time switch and the responses
+   * continued, then the hold queued after this group's other holds — in the same commit as the
+   * admission. A refusal frees what step 7 took; an admitted call is told by its hold.
+   */
+  protected holdOnAdmission(admits: AdmitEntry[], decisions: Array<[Refusal | null, number]>, holds: HoldEntry[], accounts: AccountCache): void {
+    for (let i = 0; i < admits.length; i++) {
+      const [key, callId, , , hold, held] = admits[i]!;
+      if (hold === null || decisions[i]![0] !== null) continue;
+      let refusal: Refusal | null = null;
+      let continued: ResponseOwner | null | undefined = null;
+      if (!modelAllowed(key, hold.model)) refusal = 'model_not_allowed';
+      else if (!modelSwitchedOn(this.modelSwitches.get(hold.model), hold.enabledByDefault)) refusal = 'model_not_available';
+      else if (hold.previousResponses !== null && (continued = this.madeAll(key.account, hold.previousResponses)) === undefined) refusal = 'previous_response_not_found';
+      if (refusal !== null) {
+        this.endCall(key.id, callId, accounts);
+        decisions[i] = [refusal, 0];
+        continue;
+      }
+      decisions[i] = HANDED_TO_HOLD;
+      holds.push([key, callId, hold, held!, continued ?? null]);
+    }
+  }
+
   /** Places the queued holds in order, each re-checking the funds net of the holds before it. */
-  protected placeHolds(holds: Array<[KeyRecord, string, Hold, HoldListener, ResponseOwner | null]>, accounts: AccountCache, decisions: Array<Refusal | null>): void {
+  protected placeHolds(holds: HoldEntry[], accounts: AccountCache, decisions: Array<Refusal | null>): void {
     for (const [key, callId, hold] of holds) {
       const acct = accounts.get(key.account);
       const short = acct === undefined ? null : fundsRefusal(rowToAccount(acct));
