@@ -133,3 +133,62 @@ t.test("the rate window's edges, in the pure rule the LMDB backend calls and the
   t.equal(retryAfterSeconds(start, start + RATE_WINDOW_MS - 1), 1, 'refused in its last millisecond: at least 1 s');
   t.equal(retryAfterSeconds(start, start + 1500), 59, 'rounded up');
 });
+
+/**
+ * admitHolding: steps 3–7, then 9, 10's switch, the responses continued and the hold, in one
+ * store call. LMDB puts a limited key's step 7 and its hold in one group commit
+ * (LmdbLedger.holdOnAdmission), Redis runs one script: both must decide as `admit` then `hold`
+ * would, tell the caller exactly once, and leave nothing taken by a refused call (its key,
+ * limited to one call at a time, is admitted again at once) and the hold of an admitted one.
+ */
+t.test('admitHolding: the order after step 7, told once, nothing kept by a refusal', async (t) => {
+  for (const [name, store] of await backends(t)) {
+    let n = 0;
+    const limited = async (amount: number, models: string[] | null = null): Promise<KeyRecord> => {
+      const id = `${name}${n++}`.padEnd(12, '0');
+      return store.createKey({ hash: id.repeat(8).slice(0, 64), prefix: `gw_live_${id.slice(0, 4)}`, name: null, mode: 'credit', models, rpm: 4, concurrency: 1, expiresAt: null, amount });
+    };
+    const ask = (key: KeyRecord, call: string, hold: Hold): Promise<{ refusal: string | null; told: number; retryAfter: number }> => new Promise((resolve) => {
+      let told = 0;
+      const token: Hold = { ...hold, amount: 1, interruptedCharge: 1 };
+      store.admitHolding(key.hash, 'credit', call, { credit: hold, token }, (_key, refusal, retryAfter) => {
+        told++;
+        // Told twice would show here: the second telling lands before this resolves.
+        setTimeout(() => resolve({ refusal, told, retryAfter }), 50);
+      });
+    });
+    const held = async (key: KeyRecord): Promise<number> => (await store.account(key.account))!.held;
+    const release = (key: KeyRecord, call: string): Promise<void> => new Promise((resolve) => {
+      store.release(key, call);
+      setTimeout(resolve, 20);
+    });
+    await store.setModelSwitch('off', false);
+
+    const key = await limited(10_000, ['m', 'off']);
+    t.match(await ask(key, 'a1', HOLD(4000)), { refusal: null, told: 1 }, `${name}: admitted and held`);
+    t.equal(await held(key), 4000, `${name}: its hold placed`);
+    t.match(await ask(key, 'a2', HOLD(10)), { refusal: 'concurrency_limit_exceeded', told: 1 }, `${name}: its slot taken`);
+    await release(key, 'a1');
+    t.equal(await held(key), 0, `${name}: released`);
+    for (const [call, hold, refusal] of [
+      ['a3', HOLD(10, 'other'), 'model_not_allowed'],
+      ['a4', HOLD(10, 'off'), 'model_not_available'],
+      ['a5', { ...HOLD(10), previousResponses: ['resp_nobody_made'] }, 'previous_response_not_found'],
+    ] as Array<[string, Hold, string]>) {
+      t.match(await ask(key, call, hold), { refusal, told: 1 }, `${name}: ${refusal}, after step 7`);
+      t.equal(await held(key), 0, `${name}: nothing held after ${refusal}`);
+    }
+    // a1, a3, a4 and a5 passed step 7 (a2, refused there, took nothing): the fourth of four.
+    t.match(await ask(key, 'a6', HOLD(10)), { refusal: 'rate_limit_exceeded', told: 1 }, `${name}: calls refused after step 7 counted in the rate window`);
+    t.equal(await held(key), 0, `${name}: nothing held by a call over the rate`);
+
+    const poor = await limited(100);
+    t.match(await ask(poor, 'b1', HOLD(90)), { refusal: null }, `${name}: a hold within the funds`);
+    await release(poor, 'b1');
+    const other = await limited(100);
+    t.match(await ask(other, 'c1', HOLD(100)), { refusal: null }, `${name}: the hold that uses every nUSD`);
+    t.match(await ask(other, 'c2', HOLD(1)), { refusal: 'insufficient_credit' }, `${name}: step 6, the funds net of holds, before step 7`);
+    await release(other, 'c1');
+    t.match(await ask(other, 'c3', HOLD(1)), { refusal: null, told: 1 }, `${name}: its slot free again once released`);
+  }
+});
