@@ -562,7 +562,7 @@ const MOCK_ANSWER_HEADER = ['x-tollgate-mock', '1'] as const;
 
 /**
  * Bodies up to this size that arrived with their request's head are read before the admission
- * on Redis (admitInference), scanned at once; larger ones are read after it, as they arrive.
+ * (admitInference), scanned at once; larger ones are read after it, as they arrive.
  */
 const EARLY_BODY_LIMIT = 64 * 1024;
 
