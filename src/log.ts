@@ -21,3 +21,8 @@ export function log(level: 'info' | 'warn' | 'error', event: string, fields: Rec
   if (level === 'info' && process.env.TOLLGATE_QUIET) return;
   logger[level](fields, event);
 }
+
+/** An error as a log field: its stack where it has one. */
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.stack ?? err.message : String(err);
+}

@@ -22,7 +22,7 @@ import { sendError, sendErrorSaying, type GatewayErrorCode } from './http/errors
 import { PREFLIGHT_RESPONSE_HEADERS, upstreamRequestHeaders, withRequestId } from './http/headers.js';
 import { nextRequestId } from './http/request-id.js';
 import { buildRoutes, type Route } from './http/routes.js';
-import { log } from './log.js';
+import { errorText, log } from './log.js';
 import { holdEitherWay, holdFor } from './meter/hold.js';
 import { serveHealthz, serveReadyz, type Readiness } from './admin/health.js';
 import type { AccessLog } from './observe/access-log.js';
@@ -171,13 +171,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
       const hold = holdEitherWay(call.format!, call.model!, call.levers!, facts, facts.raw.length, facts.stream, at);
       hold.credit.previousResponses = hold.token.previousResponses = continuedBy(call);
       call.heldAt = at;
-      store.admitHolding(hash, call.route!.surface!, call.requestId, hold, (key, refusal, retryAfter, continued) => {
-        try {
-          admittedHolding(call, key, refusal, retryAfter, continued);
-        } catch (err) {
-          failed(call, err);
-        }
-      });
+      store.admitHolding(hash, call.route!.surface!, call.requestId, hold, (key, refusal, retryAfter, continued) => guarded(call, admittedHolding, key, refusal, retryAfter, continued));
     } catch (err) {
       failed(call, err);
     }
@@ -450,7 +444,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     call.faulted = true;
     const { res, requestId } = call;
     try {
-      log('error', 'internal_error', { requestId: call.exchange?.shownRequestId() ?? requestId, keyPrefix: call.keyPrefix, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      log('error', 'internal_error', { requestId: call.exchange?.shownRequestId() ?? requestId, keyPrefix: call.keyPrefix, error: errorText(err) });
       call.code = 'internal_error';
       if (call.exchange !== null) return call.exchange.fault(err);
       release(call);
@@ -474,9 +468,9 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
   }
 
   /** Runs a stage of `call` from a callback, ending the call on a throw (`failed`). */
-  function guarded<A, B, C>(call: Call, stage: (call: Call, a: A, b: B, c: C) => void, a: A, b: B, c?: C): void {
+  function guarded<A, B, C, D>(call: Call, stage: (call: Call, a: A, b: B, c: C, d: D) => void, a: A, b: B, c?: C, d?: D): void {
     try {
-      stage(call, a, b, c as C);
+      stage(call, a, b, c as C, d as D);
     } catch (err) {
       failed(call, err);
     }

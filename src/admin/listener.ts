@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Config } from '../config/types.js';
 import { nextRequestId } from '../http/request-id.js';
 import { IssuerError, type Naming } from '../issuer/errors.js';
-import { log } from '../log.js';
+import { errorText, log } from '../log.js';
 import type { GatewayStore } from '../domain/interfaces.js';
 import { findAdminRoute, readJsonBody } from './api.js';
 import { serveHealthz, serveReadyz, type Readiness } from './health.js';
@@ -111,7 +111,7 @@ export function createAdminServer(o: AdminOptions): Server {
     const requestId = nextRequestId();
     if (o.mock === true) res.setHeader('x-tollgate-mock', '1');
     handle(req, res, requestId).catch((err: unknown) => {
-      log('error', 'internal_error', { requestId, listener: 'admin', error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      log('error', 'internal_error', { requestId, listener: 'admin', error: errorText(err) });
       if (!res.headersSent) sendError(res, 500, requestId, 'internal_error', 'The gateway failed while handling this request; quote the x-request-id when reporting it.', null, 'api_error');
       else res.destroy();
     });

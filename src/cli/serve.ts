@@ -6,7 +6,7 @@ import { createAdminServer } from '../admin/listener.js';
 import type { Readiness } from '../admin/health.js';
 import type { Config } from '../config/types.js';
 import { createGateway } from '../server.js';
-import { log } from '../log.js';
+import { errorText, log } from '../log.js';
 import { stdoutAccessLog } from '../observe/access-log.js';
 import { CredentialWatch, current } from '../observe/credentials.js';
 import type { NotInRotation } from '../forward/rotation.js';
@@ -108,7 +108,7 @@ export async function serveCommand(args: string[]): Promise<void> {
   // server.ts): logged; the process drains the calls in flight and exits 1 (with --workers, the
   // primary replaces it).
   const fault = (err: unknown): void => {
-    log('error', 'uncaught_exception', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
+    log('error', 'uncaught_exception', { error: errorText(err) });
     exitCode = 1;
     stop();
   };

@@ -5,7 +5,7 @@ import { isLeverNote } from '../meter/charge.js';
 import { formatUsd } from '../money.js';
 import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import { CALL, callOf, type Call, type CalledResponse } from '../call.js';
-import { log } from '../log.js';
+import { errorText, log } from '../log.js';
 import type { AccessLog } from './access-log.js';
 import { ENDPOINT_LABELS, ENDPOINT_OTHER, SURFACE_NONE, SURFACES, type Metrics } from './metrics.js';
 
@@ -40,7 +40,7 @@ export class Observer {
     try {
       this.observe(call);
     } catch (err) {
-      log('error', 'internal_error', { requestId: call.record?.requestId ?? call.requestId, keyPrefix: call.keyPrefix, stage: 'observe', error: err instanceof Error ? err.stack ?? err.message : String(err) });
+      log('error', 'internal_error', { requestId: call.record?.requestId ?? call.requestId, keyPrefix: call.keyPrefix, stage: 'observe', error: errorText(err) });
     }
   }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { CommitListener } from '../domain/interfaces.js';
-import { log } from '../log.js';
+import { errorText, log } from '../log.js';
 
 /** What both backends do alike around a call: new ids, and telling listeners safely. */
 
@@ -34,7 +34,7 @@ export function tellCommitted(listener: CommitListener, error: unknown): void {
 
 /** A store listener threw (see `tell`): logged, and thrown again once the listeners of its commit were told. */
 export function listenerFailed(err: unknown): void {
-  log('error', 'store_listener_failed', { error: err instanceof Error ? err.stack ?? err.message : String(err) });
+  log('error', 'store_listener_failed', { error: errorText(err) });
   process.nextTick(rethrow, err);
 }
 

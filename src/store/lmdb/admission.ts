@@ -1,6 +1,6 @@
 import type { AdmissionListener } from '../../domain/interfaces.js';
-import { fundsRefusal, keyRefusal, modelAllowed, modelSwitchedOn } from '../../domain/rules.js';
-import type { Hold, HoldEitherWay, KeyMode, KeyRecord, ResponseOwner } from '../../domain/types.js';
+import { fundsRefusal, keyRefusal, modelSwitchedOn } from '../../domain/rules.js';
+import type { HoldEitherWay, KeyMode, KeyRecord, ResponseOwner } from '../../domain/types.js';
 import { rowToResponse } from '../rows.js';
 import { LmdbLiveness } from './liveness.js';
 
@@ -23,9 +23,9 @@ export class LmdbAdmission extends LmdbLiveness {
 
   /**
    * `admit`, then step 9 (the key's allowlist) and `hold` with the hold of the key's mode, in
-   * that order, deciding as the two calls would. Steps 3–6 are read now; for a key with a rate
-   * or concurrency limit, step 7, step 9 and the hold go into the same group commit
-   * (LmdbLedger.holdOnAdmission), one commit before the call goes out instead of two.
+   * that order, deciding as the two calls would. Steps 3–6 are read now; step 7, step 9 and the
+   * hold go into the same group commit (LmdbLedger.holdOnAdmission): one commit before the call
+   * goes out.
    */
   admitHolding(hash: string, surface: KeyMode, callId: string, hold: HoldEitherWay, done: AdmissionListener): void {
     const key = this.keyRecord(hash);
@@ -34,17 +34,7 @@ export class LmdbAdmission extends LmdbLiveness {
     const refusal = keyRefusal(key, surface, now) ?? fundsRefusal(this.accountOf(key.account));
     if (refusal !== null) return done(key, refusal, 0);
     const own = key.mode === 'credit' ? hold.credit : hold.token;
-    if (key.rpm === null && key.concurrency === null) return this.holdAdmitted(key, callId, own, done);
-    this.countLater(key, callId, now, (refused, retryAfter) => done(key, refused, retryAfter), own, (refusal, continued) => done(key, refusal, 0, continued));
-  }
-
-  /** Step 9, then the hold, for a call admitted by admitHolding. */
-  private holdAdmitted(key: KeyRecord, callId: string, hold: Hold, done: AdmissionListener): void {
-    if (!modelAllowed(key, hold.model)) {
-      this.release(key, callId);
-      return done(key, 'model_not_allowed', 0);
-    }
-    this.hold(key, callId, hold, (refusal, continued) => done(key, refusal, 0, continued));
+    this.countLater(key, callId, now, (refused, retryAfter) => done(key, refused, retryAfter), own, (held, continued) => done(key, held, 0, continued));
   }
 
   lookup(hash: string, done: (key: KeyRecord | undefined, failure: unknown) => void): void {

@@ -75,20 +75,25 @@ export class LmdbLedger extends LmdbUsage {
    * is forwarded so that a process dying with it leaves a trace (see serveCalls).
    */
   hold(key: KeyRecord, callId: string, hold: Hold, done: HoldListener): void {
-    // Step 10's run-time switch, read now as every other read of the request path.
-    if (!modelSwitchedOn(this.modelSwitches.get(hold.model), hold.enabledByDefault)) {
+    const checked = this.beforeHold(key, hold);
+    if (typeof checked === 'string') {
       this.release(key, callId);
-      return done('model_not_available', null);
+      return done(checked, null);
     }
-    // The responses it continues, read now too: a foreign or unknown one is refused before the
-    // funds are checked again, and nothing is held.
-    const continued = hold.previousResponses === null ? null : this.madeAll(key.account, hold.previousResponses);
-    if (continued === undefined) {
-      this.release(key, callId);
-      return done('previous_response_not_found', null);
-    }
-    this.holds.push([key, callId, hold, done, continued]);
+    this.holds.push([key, callId, hold, done, checked]);
     this.schedule();
+  }
+
+  /**
+   * What a hold checks before the funds, read now as every other read of the request path:
+   * step 10's run-time switch, then the responses the call continues (a foreign or unknown one is
+   * refused, and nothing is held). The refusal, or the owner record of the last response
+   * continued (null: none).
+   */
+  protected beforeHold(key: KeyRecord, hold: Hold): Refusal | ResponseOwner | null {
+    if (!modelSwitchedOn(this.modelSwitches.get(hold.model), hold.enabledByDefault)) return 'model_not_available';
+    if (hold.previousResponses === null) return null;
+    return this.madeAll(key.account, hold.previousResponses) ?? 'previous_response_not_found';
   }
 
   /**
@@ -245,18 +250,14 @@ export class LmdbLedger extends LmdbUsage {
     for (let i = 0; i < admits.length; i++) {
       const [key, callId, , , hold, held] = admits[i]!;
       if (hold === null || decisions[i]![0] !== null) continue;
-      let refusal: Refusal | null = null;
-      let continued: ResponseOwner | null | undefined = null;
-      if (!modelAllowed(key, hold.model)) refusal = 'model_not_allowed';
-      else if (!modelSwitchedOn(this.modelSwitches.get(hold.model), hold.enabledByDefault)) refusal = 'model_not_available';
-      else if (hold.previousResponses !== null && (continued = this.madeAll(key.account, hold.previousResponses)) === undefined) refusal = 'previous_response_not_found';
-      if (refusal !== null) {
+      const checked = modelAllowed(key, hold.model) ? this.beforeHold(key, hold) : 'model_not_allowed';
+      if (typeof checked === 'string') {
         this.endCall(key.id, callId, accounts);
-        decisions[i] = [refusal, 0];
+        decisions[i] = [checked, 0];
         continue;
       }
       decisions[i] = HANDED_TO_HOLD;
-      holds.push([key, callId, hold, held!, continued ?? null]);
+      holds.push([key, callId, hold, held!, checked]);
     }
   }
 
