@@ -342,11 +342,11 @@ export function startMock(): Promise<Server> {
 }
 
 /** bench/bare-proxy.ts, compiled to plain JavaScript (bench/.build/) for the same reason. */
-export async function startBareProxy(upstream: string, connections = 1024): Promise<Server> {
+export async function startBareProxy(upstream: string, connections = 1024, nodeFlags: string[] = []): Promise<Server> {
   const { build } = await import('esbuild');
   const outfile = join(BENCH_DIR, '.build', 'bare-proxy.mjs');
   await build({ entryPoints: [join(BENCH_DIR, 'bare-proxy.ts')], outfile, platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' });
-  return spawnServer('bare proxy', [outfile, upstream, String(connections)]);
+  return spawnServer('bare proxy', [...nodeFlags, outfile, upstream, String(connections)]);
 }
 
 export interface Tollgate extends Server {

@@ -7,7 +7,8 @@
  *
  * `--scale`: the streams-at-scale burst of `npm run bench` instead (bench/streams.ts: 1,000
  * streams at once on a fresh mock and tollgate, 44 events each 100 ms apart; the BENCH_SCALE_*
- * settings of bench/run.ts), after its warm-up; its CPU per event is printed.
+ * settings of bench/run.ts), after its warm-up; its CPU per event is printed. With `--bare`, the
+ * bare proxy is profiled under the same burst instead, to compare area by area.
  *
  * `--redis`: tollgate on a redis-server started here (bench/redis-server.ts); its CPU per call
  * over the measured load is printed beside tollgate's.
@@ -28,6 +29,7 @@ import { printReport } from './top-functions.js';
 const stream = process.argv.includes('--stream');
 const onRedis = process.argv.includes('--redis');
 const atScale = process.argv.includes('--scale');
+const bare = process.argv.includes('--bare');
 const duration = Number(process.env.BENCH_DURATION || 10);
 const connections = Number(process.env.BENCH_CONNECTIONS || 32);
 const dir = process.env.BENCH_PROF_DIR || '/tmp/prof';
@@ -49,7 +51,7 @@ function report(before: Set<string>, fromUs: number, toUs: number): void {
 /** The streams-at-scale burst, profiled. */
 async function scale(before: Set<string>): Promise<void> {
   const settings = scaleSettings(false);
-  const target = await startScaleTarget('tollgate', settings.pool, profileFlags);
+  const target = await startScaleTarget(bare ? 'bare' : 'tollgate', settings.pool, profileFlags);
   process.stderr.write(`profile: warming up, then ${settings.streams} streams at once, ${settings.events + 4} events each ${settings.gapMs} ms apart\n`);
   await warmScale(target.url, target.key, target.pid, settings);
   const fromUs = Number(process.hrtime.bigint() / 1000n);
