@@ -127,3 +127,36 @@ t.test('chat stream: the usage chunk is read whatever the JSON spacing', async (
   t.same(tap.usage, counts({ input: 10, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 }));
   t.equal(tap.outputText, 'hi', 'delta text found with spaces after the colon');
 });
+
+t.test('many events in one read: exactly the events with a sign of usage or an error reach onEvent, each once and whole', async (t) => {
+  const seen: string[] = [];
+  // The chat format, watched: every event the tap hands it is recorded.
+  const watched = { ...FORMATS.chat, onEvent: (state: Parameters<typeof FORMATS.chat.onEvent>[0], event: Parameters<typeof FORMATS.chat.onEvent>[1]) => {
+    seen.push(event.data);
+    FORMATS.chat.onEvent(state, event);
+  } };
+  const delta = (i: number): string => `data: {"id":"x","choices":[{"index":0,"delta":{"content":"w${i}"}}],"usage":null}\n\n`;
+  const usage = 'data: {"id":"x","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":4,"total_tokens":14},"note":{"usage":{"again":1}}}\n\n';
+  const failure = 'data: {"error":{"message":"overloaded"}}\n\n';
+  const cases: Array<[string, string[], string[]]> = [
+    // name, events in the stream, the data of the events onEvent must see
+    ['the sign in the first event', [usage, delta(1), delta(2), 'data: [DONE]\n\n'], [usage]],
+    ['the sign in the last event', [delta(1), delta(2), delta(3), usage], [usage]],
+    ['two signs in one event, and one in another', [delta(1), usage, failure, delta(2), 'data: [DONE]\n\n'], [usage, failure]],
+    ['only "usage":null', [delta(1), delta(2), delta(3), 'data: [DONE]\n\n'], []],
+    ['extra blank lines between events', [delta(1), '\n', usage, '\n\n', delta(2)], [usage]],
+  ];
+  for (const [name, events, expected] of cases) {
+    for (const sizes of [[100000], [7], [1]]) {
+      seen.length = 0;
+      const tap = new UsageTap(watched, true);
+      feed(tap, Buffer.from(events.join('')), sizes);
+      t.same(seen, expected.map((e) => e.slice('data: '.length, -2)), `${name}, chunks of ${sizes[0]}`);
+      if (expected.includes(usage)) t.same(tap.usage, counts({ input: 10, cachedInput: 0, cacheWrite: 0, output: 4, reasoning: 0 }), `${name}: usage read`);
+    }
+  }
+  // Every delta is still in the tail for an estimate: nothing was cut out of the stream.
+  const tap = new UsageTap(watched, true);
+  feed(tap, Buffer.from([delta(1), delta(2), delta(3)].join('')), [100000]);
+  t.equal(tap.outputText, 'w1w2w3');
+});

@@ -4,8 +4,6 @@ import { CHAT_REFERENCES } from './references.js';
 const CONTENT = /"(?:content|arguments|refusal)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 /** A usage member other than `"usage":null`, whatever the provider's JSON spacing. */
 const USAGE_MEMBER = /"usage"\s*:\s*[^\sn]/;
-const ERROR_KEY = Buffer.from('"error"');
-const USAGE_KEY = Buffer.from('"usage"');
 const INCLUDE_USAGE = Buffer.from('"stream_options":{"include_usage":true},');
 
 /**
@@ -49,7 +47,7 @@ export const chat: FormatAdapter = {
       state.failure = 'upstream_stream_error';
     }
   },
-  mayCarryUsage: (events) => events.indexOf(ERROR_KEY) !== -1 || usageObjectIn(events),
+  usageSignAt: (bytes, from) => signAt(bytes, from),
   deltaText: (event) => capturedString(event.data, CONTENT),
   /**
    * A streamed chat call reports usage only with `stream_options.include_usage`. When the client
@@ -77,22 +75,36 @@ export const chat: FormatAdapter = {
 };
 
 /**
- * Whether the bytes hold a `"usage"` member whose value is not `null`: with include_usage every
- * chunk carries `"usage":null` and only the last a usage object, so this keeps the tap from
- * parsing every event. Anything other than spaces, a colon and `n` after the key counts.
+ * Where, at or after `from`, the bytes hold `"error"` or a `"usage"` member whose value is not
+ * `null` (-1: nowhere). With include_usage every chunk carries `"usage":null` and only the last a
+ * usage object, so this keeps the tap from parsing every event. Anything other than spaces, a
+ * colon and `n` after the key counts.
+ *
+ * One pass in JavaScript rather than a native search per key: a read that brings a whole stream
+ * holds a `"usage"` in every event, and each native search costs more to call than this loop
+ * costs per byte.
  */
-function usageObjectIn(bytes: Buffer): boolean {
-  for (let at = bytes.indexOf(USAGE_KEY); at !== -1; at = bytes.indexOf(USAGE_KEY, at + 7)) {
-    let i = at + 7;
-    while (bytes[i] === 0x20 || bytes[i] === 0x09) i++;
-    if (bytes[i] !== 0x3a /* : */) {
-      // A key inside a string value ends with `\"`; anything else here is unusual: look closer.
-      if (bytes[i] === 0x2c || bytes[i] === 0x7d || bytes[i] === 0x5d) continue;
-      return true;
+function signAt(bytes: Buffer, from: number): number {
+  const last = bytes.length - 7;
+  for (let at = from; at <= last; at++) {
+    if (bytes[at] !== 0x22 /* " */ || bytes[at + 6] !== 0x22) continue;
+    const c = bytes[at + 1];
+    if (c === 0x75 /* u */) {
+      if (bytes[at + 2] === 0x73 && bytes[at + 3] === 0x61 && bytes[at + 4] === 0x67 && bytes[at + 5] === 0x65 && usageValueFollows(bytes, at + 7)) return at;
+    } else if (c === 0x65 /* e */) {
+      if (bytes[at + 2] === 0x72 && bytes[at + 3] === 0x72 && bytes[at + 4] === 0x6f && bytes[at + 5] === 0x72) return at;
     }
-    i++;
-    while (bytes[i] === 0x20 || bytes[i] === 0x09) i++;
-    if (bytes[i] !== 0x6e /* n */) return true;
   }
-  return false;
+  return -1;
+}
+
+/** After a `"usage"` key ending just before `i`: whether what follows may be a usage object. */
+function usageValueFollows(bytes: Buffer, i: number): boolean {
+  while (bytes[i] === 0x20 || bytes[i] === 0x09) i++;
+  // A key inside a string value ends with `\"`, so `,`, `}` or `]` follows; anything else here is
+  // unusual: look closer.
+  if (bytes[i] !== 0x3a /* : */) return !(bytes[i] === 0x2c || bytes[i] === 0x7d || bytes[i] === 0x5d);
+  i++;
+  while (bytes[i] === 0x20 || bytes[i] === 0x09) i++;
+  return bytes[i] !== 0x6e /* n */;
 }

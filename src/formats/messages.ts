@@ -1,6 +1,6 @@
 import { mergeRestated } from './usage-read.js';
 import { MESSAGES_REFERENCES } from './references.js';
-import { capturedString, holdsAny, isObject, parseObject, type FormatAdapter } from './types.js';
+import { capturedString, firstOf, isObject, parseObject, type FormatAdapter } from './types.js';
 
 /** The event names onEvent acts on. */
 const MARKERS = ['message_start', 'message_delta', 'error'].map((m) => Buffer.from(m));
@@ -71,6 +71,6 @@ export const messages: FormatAdapter = {
         break;
     }
   },
-  mayCarryUsage: (events) => holdsAny(events, MARKERS),
+  usageSignAt: (bytes, from) => firstOf(bytes, MARKERS, from),
   deltaText: (event) => (event.event === 'content_block_delta' ? capturedString(event.data, DELTA_TEXT) : undefined),
 };

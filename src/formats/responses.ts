@@ -1,6 +1,6 @@
 import type { RequestFacts } from './model.js';
 import { RESPONSES_REFERENCES } from './references.js';
-import { capturedString, holdsAny, isObject, parseObject, type FormatAdapter } from './types.js';
+import { capturedString, firstOf, isObject, parseObject, type FormatAdapter } from './types.js';
 
 const DELTA = /"delta"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 /** The event names onEvent acts on (`error` also matches `response.failed`'s neighbours: harmless). */
@@ -59,7 +59,7 @@ export const responses: FormatAdapter = {
         break;
     }
   },
-  mayCarryUsage: (events) => holdsAny(events, MARKERS),
+  usageSignAt: (bytes, from) => firstOf(bytes, MARKERS, from),
   deltaText: (event) => (event.event !== undefined && event.event.endsWith('.delta') ? capturedString(event.data, DELTA) : undefined),
 };
 

@@ -126,12 +126,13 @@ export interface FormatAdapter {
   /** Reads one server-sent event; parses JSON only for the events that carry usage or errors. */
   onEvent(state: StreamState, event: EventSourceMessage): void;
   /**
-   * Whether these bytes (whole events, LF line endings) may hold an event that `onEvent` acts
-   * on: the usage tap gives `onEvent` only such events, so the test is a few native byte
-   * searches, never a parse. A false positive costs one event's parse; a false negative would
-   * lose usage, so anything unsure answers true.
+   * Where, at or after `from`, these bytes (whole events, LF line endings) hold the first sign of
+   * an event that `onEvent` acts on; -1 when none. The usage tap gives `onEvent` only the events
+   * that hold such a sign, so the test is a few native byte searches, never a parse, and an event
+   * without one is never cut out of its read. A false positive costs one event's parse; a false
+   * negative would lose usage, so anything unsure is a sign.
    */
-  mayCarryUsage(events: Buffer): boolean;
+  usageSignAt(bytes: Buffer, from: number): number;
   /**
    * The output text an event adds, or undefined. Used only to estimate output tokens when a
    * call ends without the provider's usage, so it is a cheap regex, not a JSON parse.
@@ -144,10 +145,14 @@ export interface FormatAdapter {
   streamUsageRequest?(facts: RequestFacts): RequestBody | undefined;
 }
 
-/** Whether `bytes` holds any of `markers` (each searched natively). */
-export function holdsAny(bytes: Buffer, markers: readonly Buffer[]): boolean {
-  for (const m of markers) if (bytes.indexOf(m) !== -1) return true;
-  return false;
+/** The first offset at or after `from` where `bytes` holds one of `markers` (each searched natively), or -1. */
+export function firstOf(bytes: Buffer, markers: readonly Buffer[], from: number): number {
+  let first = -1;
+  for (const m of markers) {
+    const at = bytes.indexOf(m, from);
+    if (at !== -1 && (first === -1 || at < first)) first = at;
+  }
+  return first;
 }
 
 /** The decoded JSON string literal captured by `pattern`'s first group, or undefined. */

@@ -24,10 +24,10 @@ const NONE: Buffer[] = [];
  * delays, re-splits or re-encodes them.
  *
  * Streams: per chunk the tap counts bytes, keeps a bounded tail (for an estimate should usage
- * never arrive) and asks the format whether the chunk's whole events may carry usage (a few
- * native byte searches, `FormatAdapter.mayCarryUsage`). Only those events are decoded and
- * given to eventsource-parser and the format's `onEvent`; every other event costs nothing
- * more. The bytes of an event split across chunks are carried until its end. A stream with CR
+ * never arrive) and asks the format where the chunk's whole events show a sign of usage or an
+ * error (a few native byte searches, `FormatAdapter.usageSignAt`). Only the events around those
+ * signs are decoded and given to eventsource-parser and the format's `onEvent`; every other
+ * event costs nothing more, even when a read brings many. The bytes of an event split across chunks are carried until its end. A stream with CR
  * line endings (allowed by SSE, sent by no provider we know) is parsed whole instead, as
  * decoding line ends by byte search is only exact for LF.
  *
@@ -84,13 +84,10 @@ export class UsageTap {
     if (carry.length > 0) {
       from = chunk[0] === LF && this.carryEndsLF() ? 1 : chunk.indexOf(LF2) + 2;
       const first = Buffer.concat([...carry, chunk.subarray(0, from)]);
-      if (this.format.mayCarryUsage(first)) this.parser.feed(first.toString('utf8'));
+      if (this.format.usageSignAt(first, 0) !== -1) this.parser.feed(first.toString('utf8'));
     }
     this.carry = cut === chunk.length ? NONE : [Buffer.from(chunk.subarray(cut))];
-    if (from < cut) {
-      const whole = chunk.subarray(from, cut);
-      if (this.format.mayCarryUsage(whole)) this.parseMarked(whole);
-    }
+    if (from < cut) this.parseMarked(chunk, from, cut);
   }
 
   private carryEndsLF(): boolean {
@@ -98,15 +95,20 @@ export class UsageTap {
     return last !== undefined && last[last.length - 1] === LF;
   }
 
-  /** Gives the parser those of these whole events that may carry usage, each decoded whole. */
-  private parseMarked(whole: Buffer): void {
+  /**
+   * Gives the parser those whole events of bytes[from, to) that hold a sign of usage or an error
+   * (FormatAdapter.usageSignAt), each decoded whole; the others are never cut out of the read.
+   * `from` starts an event and `to` ends one (just past a blank line), so the event around a sign
+   * runs from the blank line before it to the one after it.
+   */
+  private parseMarked(bytes: Buffer, from: number, to: number): void {
     const format = this.format;
-    for (let start = 0; start < whole.length;) {
-      const at = whole.indexOf(LF2, start);
-      const end = at === -1 ? whole.length : at + 2;
-      const event = whole.subarray(start, end);
-      if (format.mayCarryUsage(event)) this.parser!.feed(event.toString('utf8'));
-      start = end;
+    for (let at = format.usageSignAt(bytes, from); at !== -1 && at < to;) {
+      const before = bytes.lastIndexOf(LF2, at);
+      const start = before === -1 ? from : Math.max(from, before + 2);
+      const end = bytes.indexOf(LF2, at) + 2;
+      this.parser!.feed(bytes.toString('utf8', start, end));
+      at = end < to ? format.usageSignAt(bytes, end) : -1;
     }
   }
 
@@ -192,7 +194,7 @@ export class UsageTap {
       } else if (this.carry.length > 0) {
         const carry = Buffer.concat(this.carry);
         this.carry = NONE;
-        if (this.format.mayCarryUsage(carry)) this.parser.feed(carry.toString('utf8'));
+        if (this.format.usageSignAt(carry, 0) !== -1) this.parser.feed(carry.toString('utf8'));
       }
       // A final event without its blank line still counts (the provider closed right after it).
       this.parser.feed('\n\n');
