@@ -160,3 +160,41 @@ t.test('many events in one read: exactly the events with a sign of usage or an e
   feed(tap, Buffer.from([delta(1), delta(2), delta(3)].join('')), [100000]);
   t.equal(tap.outputText, 'w1w2w3');
 });
+
+t.test('chat: the sign search finds what a plain search for each key finds', async (t) => {
+  // The reference: every `"usage"` (its value not null) and every `"error"`, each found by indexOf.
+  const reference = (bytes: Buffer, from: number): number => {
+    const error = bytes.indexOf('"error"', from);
+    for (let at = bytes.indexOf('"usage"', from); at !== -1; at = bytes.indexOf('"usage"', at + 1)) {
+      if (error !== -1 && error < at) return error;
+      let i = at + 7;
+      while (bytes[i] === 0x20 || bytes[i] === 0x09) i++;
+      if (bytes[i] !== 0x3a) {
+        if (bytes[i] === 0x2c || bytes[i] === 0x7d || bytes[i] === 0x5d) continue;
+        return at;
+      }
+      i++;
+      while (bytes[i] === 0x20 || bytes[i] === 0x09) i++;
+      if (bytes[i] !== 0x6e) return at;
+    }
+    return error;
+  };
+  // Bytes drawn mostly from the keys' own letters, so that near misses are everywhere; a fixed seed.
+  const pieces = ['"', 'u', 's', 'a', 'g', 'e', 'r', 'o', ':', 'n', ' ', ',', '}', '{', 'x', '"usage"', '"error"', '"usage":null', '"usage": {', '"usag', 'rror"'];
+  let seed = 20261127;
+  const random = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  let mismatches = 0;
+  for (let round = 0; round < 3000; round++) {
+    let text = '';
+    const parts = 1 + random(40);
+    for (let i = 0; i < parts; i++) text += pieces[random(pieces.length)];
+    const bytes = Buffer.from(text);
+    for (const from of [0, random(bytes.length + 1)]) {
+      if (FORMATS.chat.usageSignAt(bytes, from) !== reference(bytes, from)) mismatches++;
+    }
+  }
+  t.equal(mismatches, 0, '3,000 random byte strings, two starting points each');
+});

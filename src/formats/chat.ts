@@ -80,14 +80,15 @@ export const chat: FormatAdapter = {
  * usage object, so this keeps the tap from parsing every event. Anything other than spaces, a
  * colon and `n` after the key counts.
  *
- * One pass in JavaScript rather than a native search per key: a read that brings a whole stream
+ * One pass in JavaScript rather than a native search per key (a read that brings a whole stream
  * holds a `"usage"` in every event, and each native search costs more to call than this loop
- * costs per byte.
+ * costs per byte), skipping as Horspool's search does: the byte under the keys' closing quote
+ * says how far the next possible match is (SKIP).
  */
 function signAt(bytes: Buffer, from: number): number {
   const last = bytes.length - 7;
-  for (let at = from; at <= last; at++) {
-    if (bytes[at] !== 0x22 /* " */ || bytes[at + 6] !== 0x22) continue;
+  for (let at = from; at <= last; at += SKIP[bytes[at + 6]!]!) {
+    if (bytes[at + 6] !== 0x22 /* " */ || bytes[at] !== 0x22) continue;
     const c = bytes[at + 1];
     if (c === 0x75 /* u */) {
       if (bytes[at + 2] === 0x73 && bytes[at + 3] === 0x61 && bytes[at + 4] === 0x67 && bytes[at + 5] === 0x65 && usageValueFollows(bytes, at + 7)) return at;
@@ -97,6 +98,19 @@ function signAt(bytes: Buffer, from: number): number {
   }
   return -1;
 }
+
+/**
+ * For each byte found where a key's closing quote would be: how far on the next `"usage"` or
+ * `"error"` can start (7 for a byte in neither key; for one in them, its distance from the end of
+ * the key, the closer of the two).
+ */
+const SKIP = (() => {
+  const skip = new Uint8Array(256).fill(7);
+  for (const key of ['"usage"', '"error"']) {
+    for (let i = 0; i < key.length - 1; i++) skip[key.charCodeAt(i)] = Math.min(skip[key.charCodeAt(i)]!, key.length - 1 - i);
+  }
+  return skip;
+})();
 
 /** After a `"usage"` key ending just before `i`: whether what follows may be a usage object. */
 function usageValueFollows(bytes: Buffer, i: number): boolean {
