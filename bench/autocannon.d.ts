@@ -11,6 +11,8 @@ declare module 'autocannon' {
     method?: string;
     headers?: Record<string, string>;
     body?: string | Buffer;
+    /** Requests per second offered in all. */
+    overallRate?: number;
   }
 
   interface Histogram {

@@ -11,15 +11,24 @@
  * sum of these CPU figures: see README, Benchmarks (the Redis row).
  *
  * Environment: BENCH_DURATION (s per measured run, default 5), BENCH_ROUNDS (default 2),
- * BENCH_WARMUP (s of load before each target's measured run, in two runs; default 6).
+ * BENCH_WARMUP (s of load before each target's measured run, in two runs; default 6),
+ * BENCH_RATE (requests per second offered to every target in the measured run; default none).
+ *
+ * Each round starts every target afresh, in the reverse order every other round, and the end
+ * prints each build's median µs per request and median ratio to the bare proxy of its round, with
+ * the spread. At c=32 each proxy runs as fast as the two shared cores let it, and a slower one
+ * batches less per event-loop turn, so its CPU per request rises with its slowness; BENCH_RATE
+ * (below what every target sustains) compares the work per request at the same pace.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHAT_PATH, cpuMs, guardChildren, load, machine, PLAIN_BODY, ROOT, runMain, startBareProxy, startMock, startTollgate, type Server } from './lib.js';
+import { CHAT_PATH, cpuMs, guardChildren, load, machine, PLAIN_BODY, ROOT, median, runMain, startBareProxy, startMock, startTollgate, type Server } from './lib.js';
 
 const duration = Number(process.env.BENCH_DURATION || 5);
 const rounds = Number(process.env.BENCH_ROUNDS || 2);
 const warmUpSeconds = Number(process.env.BENCH_WARMUP || 6);
+/** BENCH_RATE: requests per second offered to every target (default: as fast as c=32 goes). */
+const rate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 const builds = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
 const C = 32;
 
@@ -50,36 +59,56 @@ async function stop(server: Server): Promise<void> {
   await exited;
 }
 
-async function main(): Promise<void> {
-  guardChildren((rounds * (builds.length + 1) * (duration + warmUpSeconds + 20) + 120) * 1000);
-  process.stderr.write(`cpu-budget: ${machine()}, c=${C}, ${rounds} × ${duration} s per target\n`);
-  const mock = await startMock();
-  for (let round = 1; round <= rounds; round++) {
-    // A fresh bare proxy each round, warmed as each tollgate is (it used to be started once and
-    // kept warm across rounds while each tollgate started cold).
+const BARE = 'bare proxy';
+let mock: Server;
+
+/** One target's measured run: µs of its CPU per request (and, for the bare proxy, the others'). */
+async function measure(round: number, target: string): Promise<number> {
+  if (target === BARE) {
     const bare = await startBareProxy(mock.url);
     await warmUp(bare.url, null);
     const self0 = process.cpuUsage();
     const mock0 = cpuMs(mock.pid);
     const bare0 = cpuMs(bare.pid);
-    const r = await load(bare.url, CHAT_PATH, null, PLAIN_BODY, C, duration);
+    const r = await load(bare.url, CHAT_PATH, null, PLAIN_BODY, C, duration, rate);
     const self = process.cpuUsage(self0);
+    const bareCpu = cpuMs(bare.pid) - bare0;
     const per = (ms: number): string => ((ms * 1000) / r.ok).toFixed(1);
-    process.stdout.write(`round ${round}  bare proxy  ${Math.round(r.rps)} req/s   µs/req: load generator ${per((self.user + self.system) / 1000)}, mock ${per(cpuMs(mock.pid) - mock0)}, bare proxy ${per(cpuMs(bare.pid) - bare0)}\n`);
+    process.stdout.write(`round ${round}  bare proxy  ${Math.round(r.rps)} req/s   µs/req: load generator ${per((self.user + self.system) / 1000)}, mock ${per(cpuMs(mock.pid) - mock0)}, bare proxy ${per(bareCpu)}\n`);
     await stop(bare);
-    for (const build of builds) {
-      const tg = await startTollgate('tollgate', mock.url, 1, { cli: join(build, 'dist', 'cli', 'main.js'), nodeFlags: ['--trace-gc'] });
-      // --trace-gc writes to stdout, which the harness sends to a file: read it from there.
-      const out = tg.stdoutPath;
-      await warmUp(tg.url, tg.key);
-      const before = readFileSync(out, 'utf8').length;
-      const tg0 = cpuMs(tg.pid);
-      const t = await load(tg.url, CHAT_PATH, tg.key, PLAIN_BODY, C, duration);
-      const cpu = cpuMs(tg.pid) - tg0;
-      const lines = readFileSync(out, 'utf8').slice(before).split('\n');
-      process.stdout.write(`round ${round}  tollgate ${build}  ${Math.round(t.rps)} req/s   ${((cpu * 1000) / t.ok).toFixed(1)} µs/req; ${gcFigures(lines, t.ok)}\n`);
-      await stop(tg);
-    }
+    return (bareCpu * 1000) / r.ok;
+  }
+  const tg = await startTollgate('tollgate', mock.url, 1, { cli: join(target, 'dist', 'cli', 'main.js'), nodeFlags: ['--trace-gc'] });
+  // --trace-gc writes to stdout, which the harness sends to a file: read it from there.
+  const out = tg.stdoutPath;
+  await warmUp(tg.url, tg.key);
+  const before = readFileSync(out, 'utf8').length;
+  const tg0 = cpuMs(tg.pid);
+  const t = await load(tg.url, CHAT_PATH, tg.key, PLAIN_BODY, C, duration, rate);
+  const cpu = cpuMs(tg.pid) - tg0;
+  const lines = readFileSync(out, 'utf8').slice(before).split('\n');
+  process.stdout.write(`round ${round}  tollgate ${target}  ${Math.round(t.rps)} req/s   ${((cpu * 1000) / t.ok).toFixed(1)} µs/req; ${gcFigures(lines, t.ok)}\n`);
+  await stop(tg);
+  return (cpu * 1000) / t.ok;
+}
+
+async function main(): Promise<void> {
+  const targets = [BARE, ...builds];
+  guardChildren((rounds * targets.length * (duration + warmUpSeconds + 20) + 120) * 1000);
+  process.stderr.write(`cpu-budget: ${machine()}, c=${C}${rate !== undefined ? `, ${rate} req/s offered` : ''}, ${rounds} × ${duration} s per target\n`);
+  mock = await startMock();
+  const perRequest = new Map<string, number[]>(targets.map((t) => [t, []]));
+  for (let round = 1; round <= rounds; round++) {
+    // Every target fresh each round (the bare proxy too: it used to be started once and kept warm
+    // across rounds while each tollgate started cold), in the reverse order every other round.
+    for (const target of round % 2 === 1 ? targets : [...targets].reverse()) perRequest.get(target)!.push(await measure(round, target));
+  }
+  const bare = perRequest.get(BARE)!;
+  process.stdout.write(`\nmedian over ${rounds} rounds (min…max): bare proxy ${median(bare).toFixed(1)} µs/req (${Math.min(...bare).toFixed(1)}…${Math.max(...bare).toFixed(1)})\n`);
+  for (const build of builds) {
+    const us = perRequest.get(build)!;
+    const ratios = us.map((u, i) => u / bare[i]!);
+    process.stdout.write(`${build}: ${median(us).toFixed(1)} µs/req; ÷ the bare proxy of its round ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}…${Math.max(...ratios).toFixed(2)})\n`);
   }
 }
 

@@ -443,7 +443,8 @@ export interface LoadResult {
  * One autocannon run. Its own histogram keeps whole milliseconds, useless at concurrency 1, so
  * latencies are taken from the per-response event (fractional ms from process.hrtime).
  */
-export function load(url: string, path: string, key: string | null, body: string, connections: number, durationSec: number): Promise<LoadResult> {
+/** `rate`: requests per second offered in all (autocannon's overallRate); default as fast as the connections go. */
+export function load(url: string, path: string, key: string | null, body: string, connections: number, durationSec: number, rate?: number): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     let latencies = new Float64Array(65536);
     let n = 0;
@@ -459,6 +460,7 @@ export function load(url: string, path: string, key: string | null, body: string
       duration: durationSec,
       pipelining: 1,
       timeout: 10,
+      ...(rate !== undefined ? { overallRate: rate } : {}),
     }, (err, result) => {
       if (err) return reject(err);
       const elapsedSec = Number(process.hrtime.bigint() - started) / 1e9;
