@@ -47,7 +47,7 @@ export const chat: FormatAdapter = {
       state.failure = 'upstream_stream_error';
     }
   },
-  usageSignAt: (bytes, from) => signAt(bytes, from),
+  usageSignAt: signAt,
   deltaText: (event) => capturedString(event.data, CONTENT),
   /**
    * A streamed chat call reports usage only with `stream_options.include_usage`. When the client

@@ -128,7 +128,7 @@ export interface FormatAdapter {
   /**
    * Where, at or after `from`, these bytes (whole events, LF line endings) hold the first sign of
    * an event that `onEvent` acts on; -1 when none. The usage tap gives `onEvent` only the events
-   * that hold such a sign, so the test is a few native byte searches, never a parse, and an event
+   * that hold such a sign, so the test is a byte search, never a parse, and an event
    * without one is never cut out of its read. A false positive costs one event's parse; a false
    * negative would lose usage, so anything unsure is a sign.
    */

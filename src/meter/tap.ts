@@ -25,11 +25,11 @@ const NONE: Buffer[] = [];
  *
  * Streams: per chunk the tap counts bytes, keeps a bounded tail (for an estimate should usage
  * never arrive) and asks the format where the chunk's whole events show a sign of usage or an
- * error (a few native byte searches, `FormatAdapter.usageSignAt`). Only the events around those
- * signs are decoded and given to eventsource-parser and the format's `onEvent`; every other
- * event costs nothing more, even when a read brings many. The bytes of an event split across chunks are carried until its end. A stream with CR
- * line endings (allowed by SSE, sent by no provider we know) is parsed whole instead, as
- * decoding line ends by byte search is only exact for LF.
+ * error (byte searches, `FormatAdapter.usageSignAt`). Only the events around those signs are
+ * decoded and given to eventsource-parser and the format's `onEvent`; every other event costs
+ * nothing more, even when a read brings many. The bytes of an event split across chunks are
+ * carried until its end. A stream with CR line endings (allowed by SSE, sent by no provider we
+ * know) is parsed whole instead, as decoding line ends by byte search is only exact for LF.
  *
  * Plain JSON answers go through PlainAnswer as they arrive: only the answer's own top-level
  * members are read, never a text search, since an answer repeats what the client wrote
