@@ -1,5 +1,4 @@
 import cluster from 'node:cluster';
-import pino from 'pino';
 import { log } from '../log.js';
 
 /**
@@ -34,8 +33,8 @@ export interface AccessLine {
 
 export interface AccessLog {
   write(line: AccessLine): void;
-  /** Writes out what is buffered, synchronously (before the process exits). */
-  flush(): void;
+  /** Writes out what is batched; resolves once written, or after a wait for a stdout not being read. */
+  flush(): Promise<void>;
 }
 
 const str = (s: string | null): string => (s === null ? 'null' : SAFE.test(s) ? `"${s}"` : JSON.stringify(s));
@@ -63,61 +62,105 @@ export function lineText(l: AccessLine): string {
   return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)}${tail(l.attempts, l.credential)}`;
 }
 
-/** More than this waiting to be written (a stdout nobody reads) and lines are dropped, not held. */
+/** The lines at the start of `text` within `chars` characters; the first line alone when it is longer. */
+function wholeLines(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  const nl = text.lastIndexOf('\n', chars - 1);
+  return text.slice(0, nl >= 0 ? nl + 1 : text.indexOf('\n') + 1 || text.length);
+}
+
+/** More than this many characters waiting to be written (a stdout nobody reads) and lines are dropped, not held. */
 const MAX_BUFFERED = 16 * 1024 * 1024;
 
+/** How long `flush` waits for a stdout that is not being read before the process goes on. */
+const FLUSH_WAIT_MS = 2_000;
+
+export interface AccessLogOptions {
+  /** Characters waiting past which lines are dropped (default MAX_BUFFERED). */
+  maxBuffered?: number;
+  /** Bytes per write at most, cut at line ends (default: 4096 in a cluster worker, else unbounded). */
+  maxWrite?: number;
+  /** How long `flush` waits for the last write (default FLUSH_WAIT_MS). */
+  flushWaitMs?: number;
+}
+
 /**
- * The access log on stdout through pino's asynchronous destination (sonic-boom). A request only
- * appends its line to this turn's batch; the batch is handed to the destination once per
- * event-loop turn (setImmediate), which writes it with `fs.write` off the request path.
- * Measured (bench/observe-cost.ts): one `dest.write` per line cost ≈ 6–7 µs per request, most
- * of it sonic-boom measuring its growing buffer on every write; one per turn ≈ 2 µs (README,
- * Access log).
+ * The access log on stdout (`process.stdout`: a pipe or socket is written through libuv, which
+ * writes at once and queues only what the reader has not taken yet; a file or a terminal is
+ * written synchronously). A request only appends its line to this turn's batch; the batch is
+ * written once per event-loop turn (setImmediate). Measured (bench/README.md, 2026-11-27): pino's
+ * asynchronous destination, which hands every write to libuv's thread pool, cost ≈ 14 µs of CPU
+ * per plain call at 6,000 calls/s, most of it waking a pool thread per turn.
  *
- * In a cluster worker the batch is cut at line boundaries into writes of at most PIPE_BUF (4096)
- * bytes: atomic on a pipe, so the lines of workers sharing one stdout never interleave.
+ * One write is in flight at a time; what comes meanwhile waits in the batch. In a cluster worker
+ * each write is whole lines of at most PIPE_BUF (4096) bytes: atomic on a pipe, so the lines of
+ * workers sharing one stdout never interleave. A stdout that fails (its reader closed it) is
+ * reported once on stderr, and lines are dropped from then on: the gateway goes on serving.
  */
-export function stdoutAccessLog(fd = 1): AccessLog {
-  const maxWrite = cluster.isWorker ? 4096 : 16_384;
-  const dest = pino.destination({ fd, sync: false, maxLength: MAX_BUFFERED, maxWrite });
-  let dropped = 0;
-  dest.on('drop', () => {
-    if (dropped++ === 0) log('warn', 'access_log_dropping', { reason: 'stdout is not being read fast enough' });
-  });
+export function stdoutAccessLog(out: NodeJS.WritableStream = process.stdout, options: AccessLogOptions = {}): AccessLog {
+  const maxBuffered = options.maxBuffered ?? MAX_BUFFERED;
+  const maxWrite = options.maxWrite ?? (cluster.isWorker ? 4096 : Infinity);
+  const flushWaitMs = options.flushWaitMs ?? FLUSH_WAIT_MS;
   let batch = '';
   let scheduled = false;
-  const flush = (): void => {
-    scheduled = false;
-    const text = batch;
+  let writing = false;
+  let failed = false;
+  let dropped = 0;
+  /** Told once nothing is left to write (flush). */
+  let idle: (() => void) | null = null;
+  const fail = (err: Error): void => {
+    if (failed) return;
+    failed = true;
     batch = '';
-    if (text.length <= maxWrite / 4) return void dest.write(text); // ≤ 4 bytes per UTF-16 unit
-    // Whole lines, each write at most maxWrite bytes (as sonic-boom groups separate writes).
-    let from = 0;
-    while (from < text.length) {
-      let to = Math.min(text.length, from + maxWrite / 4);
-      if (to < text.length) {
-        const nl = text.lastIndexOf('\n', to - 1);
-        to = nl >= from ? nl + 1 : text.indexOf('\n', to) + 1 || text.length;
-      }
-      dest.write(text.slice(from, to));
-      from = to;
+    log('error', 'access_log_failed', { error: err.message });
+    idle?.();
+  };
+  out.on('error', fail);
+  const writeNext = (): void => {
+    scheduled = false;
+    if (writing || failed) return;
+    if (batch.length === 0) return idle?.();
+    let text = batch;
+    if (text.length > maxWrite || (maxWrite !== Infinity && Buffer.byteLength(text) > maxWrite)) {
+      // Whole lines that fit: counted in characters (no fewer bytes than characters), else in
+      // UTF-16 units of at most 3 bytes each (4 per surrogate pair); a longer line goes alone.
+      text = wholeLines(text, maxWrite);
+      if (Buffer.byteLength(text) > maxWrite) text = wholeLines(text, Math.floor(maxWrite / 3));
     }
+    batch = batch.slice(text.length);
+    writing = true;
+    out.write(text, written);
+  };
+  const written = (err?: Error | null): void => {
+    writing = false;
+    if (err) fail(err);
+    else writeNext();
   };
   return {
     write(line) {
+      if (failed) return;
+      if (batch.length > maxBuffered) {
+        if (dropped++ === 0) log('warn', 'access_log_dropping', { reason: 'stdout is not being read fast enough' });
+        return;
+      }
       batch += lineText(line);
       if (!scheduled) {
         scheduled = true;
-        setImmediate(flush);
+        setImmediate(writeNext);
       }
     },
     flush() {
-      if (batch.length > 0) flush();
-      try {
-        dest.flushSync();
-      } catch {
-        // a closed stdout: nothing more can be said there
-      }
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(done, flushWaitMs);
+        function done(): void {
+          clearTimeout(timer);
+          idle = null;
+          resolve();
+        }
+        idle = done;
+        if (failed || (!writing && batch.length === 0)) return done();
+        writeNext();
+      });
     },
   };
 }
