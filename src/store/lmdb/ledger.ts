@@ -41,6 +41,14 @@ export class LmdbLedger extends LmdbUsage {
 
   protected flushScheduled = false;
 
+  /**
+   * The calls whose entries in flight this process wrote and has not ended: call id → [account,
+   * amount held]. Ending one removes its entry without reading it back: the removal itself
+   * tells whether the entry was still there (not when another process settled the call, taking
+   * this one for dead). A call not here (its entry's commit failed) is read as before.
+   */
+  protected readonly written = new Map<string, [string, number]>();
+
   /** This process's id as the owner of its calls in flight, once it serves (see serveCalls). */
   protected owner: string | null = null;
 
@@ -165,6 +173,9 @@ export class LmdbLedger extends LmdbUsage {
     } catch (err) {
       failure = err;
       log('error', 'store_commit_failed', { error: String(err) });
+      // Entries of this group were never written; those it ended are read back when tried again.
+      for (const a of admits) this.written.delete(a[1]);
+      for (const h of holds) this.written.delete(h[1]);
       // The calls settled or released in it keep their holds; tried again in order (retry.ts).
       for (const r of records) this.retries.add(r, r[1].callId);
       for (const r of releases) this.retries.add(r, r[1]);
@@ -233,6 +244,7 @@ export class LmdbLedger extends LmdbUsage {
           continue;
         }
         this.calls.put([key.id, callId], slotToRow(key.account, this.owner ?? '', now));
+        this.written.set(callId, [key.account, 0]);
       }
       if (window !== undefined) countInWindow(window);
       decisions.push([null, 0]);
@@ -269,11 +281,13 @@ export class LmdbLedger extends LmdbUsage {
       if (short !== null) {
         // Nothing goes out: the slot the call took at step 7, if any, is freed.
         this.calls.remove([key.id, callId]);
+        this.written.delete(callId);
         decisions.push(short);
         continue;
       }
       if (acct !== undefined) addHeld(acct, hold.amount);
       this.calls.put([key.id, callId], heldToRow(key.account, this.owner ?? '', hold));
+      this.written.set(callId, [key.account, hold.amount]);
       decisions.push(null);
     }
   }
@@ -290,12 +304,22 @@ export class LmdbLedger extends LmdbUsage {
 
   /** Deletes a call's entry in flight and releases its hold; false when it was not there. */
   protected endCall(keyId: string, callId: string, accounts: AccountCache): boolean {
-    const call = this.calls.get([keyId, callId]);
-    if (call === undefined) return false;
-    this.calls.remove([keyId, callId]);
-    const held = callHeld(call);
+    let account: string;
+    let held: number;
+    const mine = this.written.get(callId);
+    if (mine !== undefined) {
+      this.written.delete(callId);
+      if (!this.calls.removeSync([keyId, callId])) return false;
+      [account, held] = mine;
+    } else {
+      const call = this.calls.get([keyId, callId]);
+      if (call === undefined) return false;
+      this.calls.remove([keyId, callId]);
+      account = callAccount(call);
+      held = callHeld(call);
+    }
     if (held !== 0) {
-      const acct = accounts.get(callAccount(call));
+      const acct = accounts.get(account);
       if (acct !== undefined) addHeld(acct, -held);
     }
     return true;
