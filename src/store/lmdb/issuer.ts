@@ -2,8 +2,20 @@ import type { Database } from 'lmdb';
 import type { Account, AuditEntry, KeyRecord, NewKey } from '../../domain/types.js';
 import { PendingAudit } from '../audit.js';
 import { newId } from '../common.js';
-import { accountToRow, auditKeyId, auditToRow, keyToRow, rowToAccount, rowToAudit, rowToKey, type AuditRow } from '../rows.js';
+import { accountToRow, auditKeyId, auditToRow, keyToRow, rowToAccount, rowToAudit, rowToKey, type AuditRow, type KeyRow } from '../rows.js';
 import { LmdbEnvironment } from './open.js';
+
+/** Keys kept decoded at most (a few hundred bytes each); past it the map starts again. */
+const MAX_DECODED_KEYS = 10_000;
+
+/**
+ * lmdb-js's reads below `get`: the stored bytes (in a buffer the next read reuses) and the
+ * database's own decoder for them.
+ */
+interface RawReads<T> {
+  getBinaryFast(key: string): Buffer | undefined;
+  decoder: { decode(bytes: Buffer): T };
+}
 
 /**
  * What `tollgate keys|models|audit` and the admin API change and read (IssuerStore). An issuer
@@ -23,10 +35,27 @@ export class LmdbIssuer extends LmdbEnvironment {
     return this.root.transactionSync(() => this.auditedResult(change()));
   }
 
+  /**
+   * Keys read on the request path, decoded: hash → the row's bytes and its record (frozen, as
+   * every caller shares it). A record is reused only while its stored bytes are the same, so a
+   * change by any process is read at once; what is saved is decoding the row on every request.
+   */
+  private readonly decodedKeys = new Map<string, { bytes: Buffer; record: KeyRecord }>();
+
   /** Synchronous reads (about a microsecond): the request path and the transactions use these. */
   protected keyRecord(hash: string): KeyRecord | undefined {
-    const row = this.keys.get(hash);
-    return row === undefined ? undefined : rowToKey(row);
+    const keys = this.keys as unknown as RawReads<KeyRow>;
+    const bytes = keys.getBinaryFast(hash);
+    if (bytes === undefined) return undefined;
+    // `bytes` is lmdb-js's shared read buffer: its `length` is set to the value's size.
+    const size = bytes.length;
+    const decoded = this.decodedKeys.get(hash);
+    if (decoded !== undefined && decoded.bytes.length === size && decoded.bytes.compare(bytes, 0, size) === 0) return decoded.record;
+    const record = Object.freeze(rowToKey(keys.decoder.decode(bytes)));
+    if (this.decodedKeys.size >= MAX_DECODED_KEYS) this.decodedKeys.clear();
+    const copy = Uint8Array.prototype.slice.call(bytes, 0, size);
+    this.decodedKeys.set(hash, { bytes: Buffer.from(copy.buffer, 0, size), record });
+    return record;
   }
 
   protected keyRecordById(id: string): KeyRecord | undefined {
