@@ -65,7 +65,16 @@ async function main(): Promise<void> {
   tg.proc.kill('SIGUSR2');
   for (let i = 0; i < 100 && !existsSync(file); i++) await sleep(100);
   await agent.close();
-  const sites = bySite(file);
+  // The file appears before it is whole: read it again until it parses.
+  let sites: Map<string, number> | undefined;
+  for (let i = 0; sites === undefined; i++) {
+    try {
+      sites = bySite(file);
+    } catch (err) {
+      if (i === 100) throw err;
+      await sleep(100);
+    }
+  }
   const perCall = [...sites].map(([site, bytes]): [string, number] => [site, bytes / CALLS]).sort((a, b) => b[1] - a[1]);
   const total = perCall.reduce((sum, [, d]) => sum + d, 0);
   console.log(`≈ ${total.toFixed(0)} bytes per plain call sampled over ${CALLS} calls after ${WARM_UP}; the top ${top} sites:`);
