@@ -76,6 +76,23 @@ t.test('lines arrive whole and in order, with one write in flight at a time', as
   t.ok(out.writes.length <= 6, `lines that come together go out together (${out.writes.length} writes for 35 lines)`);
 });
 
+t.test('a quiet log writes at the end of the turn; a busy one at most once per window', async (t) => {
+  const out = new HeldOut(true);
+  const log = stdoutAccessLog(out, { batchMs: 1000 });
+  log.write(line(0));
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(out.writes.length, 1, 'the first line goes out at the end of its turn');
+  // Lines over the next ~20 ms, well inside the 1 s window: they wait for it, together.
+  for (let i = 1; i <= 20; i++) {
+    log.write(line(i));
+    await sleep(1);
+  }
+  t.equal(out.writes.length, 1, 'nothing more is written inside the window');
+  await log.flush();
+  t.equal(out.writes.length, 2, 'the twenty lines went out in one write');
+  t.same(ids(out.text), Array.from({ length: 21 }, (_, i) => i), 'in order');
+});
+
 t.test('with a write limit (a cluster worker: 4096), every write is whole lines within it', async (t) => {
   const out = new HeldOut(true);
   const log = stdoutAccessLog(out, { maxWrite: 4096 });

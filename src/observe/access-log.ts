@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import { performance } from 'node:perf_hooks';
 import { log } from '../log.js';
 
 /**
@@ -73,10 +74,12 @@ function wholeLines(text: string, chars: number): string {
 const MAX_BUFFERED = 16 * 1024 * 1024;
 
 /**
- * How long a line waits for others before they are written together: every write is a system
- * call and, for a reader, a wake-up. Measured with `perf` at 5,000 plain calls/s (stdout to a
- * file, bench/README.md, 2026-11-27): the access log's share of a call went from 5.3 µs with one
- * write per event-loop turn (of it 4.2 µs in the file system) to 2.8 µs with writes 10 ms apart.
+ * The least time between two writes: every write is a system call and, for a reader, a wake-up.
+ * Measured with `perf` at 5,000 plain calls/s (stdout to a file, bench/README.md, 2026-11-27): the
+ * access log's share of a call went from 5.3 µs with one write per event-loop turn (of it 4.2 µs
+ * in the file system) to 2.8 µs with writes 10 ms apart. After a quiet spell the batch goes out at
+ * the end of the turn instead: a timer of its own would cost a line its own event-loop iteration
+ * (≈ 28,000 instructions per call more in bench/instructions.ts, where calls come one by one).
  */
 const BATCH_MS = 10;
 
@@ -88,7 +91,7 @@ export interface AccessLogOptions {
   maxBuffered?: number;
   /** Bytes per write at most, cut at line ends (default: 4096 in a cluster worker, else unbounded). */
   maxWrite?: number;
-  /** How long a line waits for others to be written with (default BATCH_MS). */
+  /** The least ms between two writes (default BATCH_MS). */
   batchMs?: number;
   /** How long `flush` waits for the last write (default FLUSH_WAIT_MS). */
   flushWaitMs?: number;
@@ -97,8 +100,8 @@ export interface AccessLogOptions {
 /**
  * The access log on stdout (`process.stdout`: a pipe or socket is written through libuv, which
  * writes at once and queues only what the reader has not taken yet; a file or a terminal is
- * written synchronously). A request only appends its line to the batch; the batch is written
- * BATCH_MS after its first line. Before, pino's asynchronous destination handed every write to
+ * written synchronously). A request only appends its line to the batch; the batch is written at
+ * the end of the event-loop turn, or BATCH_MS after the last write when that was sooner. Before, pino's asynchronous destination handed every write to
  * libuv's thread pool: measured with the log on and off at 6,000 plain calls/s, the log cost
  * ≈ 14 µs of CPU per call that way, ≈ 8 µs now (bench/README.md, 2026-11-27).
  *
@@ -113,9 +116,12 @@ export function stdoutAccessLog(out: NodeJS.WritableStream = process.stdout, opt
   const flushWaitMs = options.flushWaitMs ?? FLUSH_WAIT_MS;
   const batchMs = options.batchMs ?? BATCH_MS;
   let batch = '';
-  /** The batch's write, due BATCH_MS after its first line. */
-  let due: NodeJS.Timeout | null = null;
+  /** The batch's write is due (at the end of this turn, or BATCH_MS after the last write). */
+  let scheduled = false;
+  let lastWrite = -Infinity;
   let writing = false;
+  /** The write in flight was cut to maxWrite: the rest of its batch goes next, without waiting. */
+  let cut = false;
   let failed = false;
   let dropped = 0;
   /** Told once nothing is left to write (flush). */
@@ -129,10 +135,6 @@ export function stdoutAccessLog(out: NodeJS.WritableStream = process.stdout, opt
   };
   out.on('error', fail);
   const writeNext = (): void => {
-    if (due !== null) {
-      clearTimeout(due);
-      due = null;
-    }
     if (writing || failed) return;
     if (batch.length === 0) return idle?.();
     let text = batch;
@@ -142,14 +144,30 @@ export function stdoutAccessLog(out: NodeJS.WritableStream = process.stdout, opt
       text = wholeLines(text, maxWrite);
       if (Buffer.byteLength(text) > maxWrite) text = wholeLines(text, Math.floor(maxWrite / 3));
     }
+    cut = text.length < batch.length;
     batch = batch.slice(text.length);
+    lastWrite = performance.now();
     writing = true;
     out.write(text, written);
+  };
+  const onDue = (): void => {
+    scheduled = false;
+    writeNext();
+  };
+  // A quiet log writes at the end of the turn (no wake-up of its own); a busy one at most once
+  // per BATCH_MS.
+  const schedule = (): void => {
+    if (scheduled || batch.length === 0) return;
+    scheduled = true;
+    const wait = lastWrite + batchMs - performance.now();
+    if (wait <= 0) setImmediate(onDue);
+    else setTimeout(onDue, wait);
   };
   const written = (err?: Error | null): void => {
     writing = false;
     if (err) fail(err);
-    else writeNext();
+    else if (cut || idle !== null) writeNext();
+    else schedule();
   };
   return {
     write(line) {
@@ -159,7 +177,7 @@ export function stdoutAccessLog(out: NodeJS.WritableStream = process.stdout, opt
         return;
       }
       batch += lineText(line);
-      due ??= setTimeout(writeNext, batchMs);
+      schedule();
     },
     flush() {
       return new Promise<void>((resolve) => {
