@@ -4,9 +4,11 @@
  * collection as `--trace-gc` reports it (requests per young collection, full collections, GC
  * milliseconds per request). Builds are run in alternation, `BENCH_ROUNDS` times each.
  *
- *   node --import tsx bench/cpu-budget.ts [BUILD_DIR ...]      (default: this checkout)
+ *   node --import tsx bench/cpu-budget.ts [BUILD_DIR[,NAME=VALUE…] ...]      (default: this checkout)
  *
- * A BUILD_DIR is a checkout (or any directory) with `dist/cli/main.js`. On a machine that runs
+ * A BUILD_DIR is a checkout (or any directory) with `dist/cli/main.js`; the settings after it are
+ * set in the environment while that target starts (e.g. `.,BENCH_ACCESS_LOG=off`: the same build
+ * without its access log, see bench/lib.ts), so one build can be compared with itself. On a machine that runs
  * all of these on two cores, the throughput ratio of a proxy to the bare proxy is bounded by the
  * sum of these CPU figures: see README, Benchmarks (the Redis row).
  *
@@ -78,7 +80,14 @@ async function measure(round: number, target: string): Promise<number> {
     await stop(bare);
     return (bareCpu * 1000) / r.ok;
   }
-  const tg = await startTollgate('tollgate', mock.url, 1, { cli: join(target, 'dist', 'cli', 'main.js'), nodeFlags: ['--trace-gc'] });
+  const [dir, ...settings] = target.split(',');
+  const saved = settings.map((setting) => {
+    const [name, value] = setting.split('=') as [string, string];
+    const before = process.env[name];
+    process.env[name] = value;
+    return (): void => void (before === undefined ? delete process.env[name] : (process.env[name] = before));
+  });
+  const tg = await startTollgate('tollgate', mock.url, 1, { cli: join(dir!, 'dist', 'cli', 'main.js'), nodeFlags: ['--trace-gc'] }).finally(() => saved.forEach((restore) => restore()));
   // --trace-gc writes to stdout, which the harness sends to a file: read it from there.
   const out = tg.stdoutPath;
   await warmUp(tg.url, tg.key);
