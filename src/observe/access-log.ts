@@ -101,9 +101,10 @@ export interface AccessLogOptions {
  * The access log on stdout (`process.stdout`: a pipe or socket is written through libuv, which
  * writes at once and queues only what the reader has not taken yet; a file or a terminal is
  * written synchronously). A request only appends its line to the batch; the batch is written at
- * the end of the event-loop turn, or BATCH_MS after the last write when that was sooner. Before, pino's asynchronous destination handed every write to
- * libuv's thread pool: measured with the log on and off at 6,000 plain calls/s, the log cost
- * ≈ 14 µs of CPU per call that way, ≈ 8 µs now (bench/README.md, 2026-11-27).
+ * the end of the event-loop turn, or BATCH_MS after the last write when that was sooner. Before,
+ * pino's asynchronous destination handed every write to libuv's thread pool: measured with the
+ * log on and off at 6,000 plain calls/s, the log cost ≈ 14 µs of CPU per call that way, ≈ 8 µs
+ * with writes 10 ms apart (bench/README.md, 2026-11-27).
  *
  * One write is in flight at a time; what comes meanwhile waits in the batch. In a cluster worker
  * each write is whole lines of at most PIPE_BUF (4096) bytes: atomic on a pipe, so the lines of
