@@ -2,8 +2,9 @@
  * A cluster worker killed under traffic is replaced, and the replacement opens the LMDB
  * environment while the surviving worker keeps committing: billing stays exact. Every call
  * answered 200 has its usage record, the killed worker's calls in flight are settled as
- * interrupted, no record is listed twice, and the balance is the opening balance minus the
- * records' sum, which is the price of the calls recorded.
+ * interrupted, a call it finished but could not deliver is billed as answered, no record is
+ * listed twice, and the balance is the opening balance minus the records' sum, which is the
+ * price of the calls recorded.
  */
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -89,11 +90,20 @@ t.test('a worker killed under traffic is replaced and every call stays billed ex
   t.equal(ids.size, records.length, 'no record listed twice');
   const missing = ok.map((a) => a.reply.headers.get('x-request-id')).filter((id) => !ids.has(id));
   t.same(missing, [], 'every call answered 200 has its record');
+  // A call the killed worker finished and billed may still never reach its client: the kill
+  // drops what the socket had not yet delivered. Such a call is billed as answered, and like
+  // the interrupted ones it can only come from the killed worker.
   const interrupted = records.filter((r) => r.error === 'interrupted');
-  t.ok(interrupted.length <= failed, 'at most the calls lost with the worker are interrupted');
-  t.equal(records.length - interrupted.length, ok.length, 'every other record is a call answered 200');
+  const answeredIds = new Set(ok.map((a) => a.reply.headers.get('x-request-id')));
+  const unanswered = records.filter((r) => !answeredIds.has(r.requestId));
+  const finishedUnseen = unanswered.length - interrupted.length;
+  t.comment(`${interrupted.length} interrupted, ${finishedUnseen} finished but not delivered`);
+  t.ok(interrupted.length + finishedUnseen <= failed, 'at most the calls lost with the worker are billed without a 200');
+  const unansweredStems = new Set(unanswered.map((r) => r.requestId.slice(0, 16)));
+  t.ok(unansweredStems.size <= 1 && [...unansweredStems].every((s) => stems.has(s)), 'every record without a 200 is a call of one worker that served before the kill');
+  t.ok(interrupted.every((r) => unanswered.includes(r)), 'no call answered 200 is recorded as interrupted');
   const sum = records.reduce((s, r) => s + r.costNanoUsd, 0);
-  t.equal(sum, ok.length * COST_NANO + interrupted.length * INTERRUPTED_NANO, 'the records are priced exactly');
+  t.equal(sum, (records.length - interrupted.length) * COST_NANO + interrupted.length * INTERRUPTED_NANO, 'the records are priced exactly');
   const balance = (await usageOf(gw.base, key.key)).key.balanceNanoUsd;
   t.equal(balance, opening * 1_000_000_000 - sum, 'balance = opening − the records’ sum');
 });
