@@ -9,8 +9,8 @@ import { runInNewContext } from 'node:vm';
  * the tap only searches them. Those buffers are garbage once written, but V8 frees them only
  * when it collects, and with nothing filling the JS heap it collects only when external memory
  * has grown by its fixed 64 MiB soft limit: under Node 20 a young collection still came about
- * every 10 MB streamed, under Node 24 none comes. Measured (test/stream-backpressure-memory.test.ts
- * under Node 24, a 100 MB stream to a slow reader, process.memoryUsage() every 20 ms): no
+ * every 10 MB streamed, under Node 24 none comes. Measured (under Node 24, a 100 MB stream to a
+ * reader that paused 100 ms after every 4 MB, process.memoryUsage() every 20 ms): no
  * young collection for the whole stream, 64–86 MiB of dead ArrayBuffers before each full
  * collection, RSS up 60–70 MB, while the gateway held at most ~190 KB of unsent bytes
  * (socket.writableLength) and paused the provider as it should.
@@ -19,7 +19,8 @@ import { runInNewContext } from 'node:vm';
  * for 100 MB (at most ~29 MiB of ArrayBuffers), 36 young collections of 2–4 ms each for the
  * test's 133 MB, fewer full collections than without them and, with the tap no longer
  * copying every read (meter/tap.ts), less CPU in all (1.2–1.4 s against 1.75 s); every 8 MiB
- * instead: RSS up 18–24 MB and more full collections.
+ * instead: RSS up 18–24 MB and more full collections. test/young-gc.test.ts checks that the
+ * collections come.
  */
 export const YOUNG_GC_BYTES = 4 * 1024 * 1024;
 
