@@ -82,3 +82,20 @@ t.test('the hand-built line is the JSON of its fields, escaping included', async
     t.same(Object.keys(JSON.parse(text)), FIELDS, 'in the fixed order');
   }
 });
+
+t.test('the line\'s time and duration are the text toISOString and String would give', async (t) => {
+  const { isoTime, millisecondsText } = await import('../src/observe/access-log.js');
+  // Random instants in years 0000–9999 and runs of consecutive ones (the cached second), then
+  // instants outside those years and fractions of a millisecond, which are formatted the slow way.
+  const instants: number[] = [];
+  for (let i = 0; i < 20_000; i++) instants.push(Math.floor(Math.random() * 253402300800000) - 62167219200000);
+  for (let ms = 1795746909990; ms < 1795746912010; ms += 1) instants.push(ms);
+  instants.push(-62167219200001, 253402300800000, 1795746910000.5, 0, -1);
+  const wrongTimes = instants.filter((ms) => isoTime(ms) !== new Date(ms).toISOString());
+  t.same(wrongTimes, [], `${instants.length} instants`);
+
+  const durations: number[] = [0, 0.001, 0.01, 0.1, 0.045, 1, 7.05, 10, 12.345, 100.1, 1e9 + 0.001, -1, 1.2345, 1e-7, 2 ** 60];
+  for (let i = 0; i < 20_000; i++) durations.push(Math.round(Math.random() * (i % 2 === 0 ? 1e4 : 1e10)) / 1e3);
+  const wrongDurations = durations.filter((d) => millisecondsText(d) !== String(d));
+  t.same(wrongDurations, [], `${durations.length} durations`);
+});

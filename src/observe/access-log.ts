@@ -51,6 +51,50 @@ function tail(attempts: number, credential: string | null): string {
   if (text === undefined) sentOnceTails.set(credential, (text = `,"attempts":1,"credential":${str(credential)}}\n`));
   return text;
 }
+/**
+ * `new Date(ms).toISOString()` for the access log's `time`, from the current second's text: V8's
+ * toISOString formats in C++ and looks up the local time zone's offset on every call (≈ 2 µs of a
+ * call at c=1 under `perf`, bench/README.md 2026-11-27); the lines of one second share all but
+ * the milliseconds. Falls back to toISOString for anything but a whole millisecond in years
+ * 0000–9999.
+ */
+export function isoTime(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== isoSecond) {
+    const text = new Date(ms).toISOString();
+    if (text.length !== 24 || !Number.isInteger(ms)) return text;
+    isoSecond = second;
+    isoPrefix = text.slice(0, 20);
+    return text;
+  }
+  const milli = ms - second * 1000;
+  if (!Number.isInteger(milli)) return new Date(ms).toISOString();
+  return `${isoPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+}
+let isoSecond = NaN;
+let isoPrefix = '';
+
+/**
+ * The text JSON gives a duration in whole microseconds, as milliseconds (`String(us / 1000)`:
+ * `12.3`, `0.045`, `7`), put together from integers: a fraction's shortest decimal form is the
+ * dearest number to print (V8's NumberToString, ≈ 1 µs of a call at c=1 under `perf`).
+ */
+export function millisecondsText(ms: number): string {
+  const us = Math.round(ms * 1000);
+  // Exactly a whole number of microseconds (its shortest form has at most three decimals).
+  if (!(us >= 0 && us <= 1e15) || us / 1000 !== ms) return String(ms);
+  let fraction = us % 1000;
+  const whole = (us - fraction) / 1000;
+  if (fraction === 0) return `${whole}`;
+  let digits = 3;
+  while (fraction % 10 === 0) {
+    fraction /= 10;
+    digits--;
+  }
+  const padding = digits === 3 ? (fraction < 10 ? '00' : fraction < 100 ? '0' : '') : digits === 2 && fraction < 10 ? '0' : '';
+  return `${whole}.${padding}${fraction}`;
+}
+
 /** Strings that need no escaping in JSON (ids, prefixes, model names as usually written). */
 const SAFE = /^[\w.:\-/@+ ]*$/;
 
@@ -60,7 +104,7 @@ const SAFE = /^[\w.:\-/@+ ]*$/;
  * still go through JSON.stringify.
  */
 export function lineText(l: AccessLine): string {
-  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${l.durationMs},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)}${tail(l.attempts, l.credential)}`;
+  return `{"time":"${l.time}","requestId":${str(l.requestId)},"keyPrefix":${str(l.keyPrefix)},"surface":"${l.surface}","endpoint":"${l.endpoint}","model":${str(l.model)},"status":${l.status},"code":"${l.code}","stream":${l.stream},"inputTokens":${l.inputTokens},"outputTokens":${l.outputTokens},"costUsd":${str(l.costUsd)},"tokensCharged":${l.tokensCharged},"durationMs":${millisecondsText(l.durationMs)},"clientGone":${l.clientGone},"estimated":${l.estimated},"estimateReason":${str(l.estimateReason)}${tail(l.attempts, l.credential)}`;
 }
 
 /** The lines at the start of `text` within `chars` characters; the first line alone when it is longer. */

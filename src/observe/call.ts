@@ -6,7 +6,7 @@ import { formatUsd } from '../money.js';
 import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import { CALL, callOf, type Call, type CalledResponse } from '../call.js';
 import { errorText, log } from '../log.js';
-import type { AccessLog } from './access-log.js';
+import { isoTime, type AccessLog } from './access-log.js';
 import { ENDPOINT_LABELS, ENDPOINT_OTHER, SURFACE_NONE, SURFACES, type Metrics } from './metrics.js';
 
 const ENDPOINT_INDEX = new Map<string, number>(ENDPOINT_LABELS.map((e, i) => [e, i]));
@@ -66,7 +66,7 @@ export class Observer {
       }
     }
     this.accessLog?.write({
-      time: new Date(call.time).toISOString(),
+      time: isoTime(call.time),
       requestId: r?.requestId ?? call.requestId,
       keyPrefix: call.keyPrefix,
       surface: SURFACES[call.surface]!,
