@@ -14,7 +14,8 @@ export const MAX_MODEL_BYTES = 256;
  */
 export class RequestFacts {
   private names: string[] | undefined;
-  private readonly parsed = new Map<string, unknown>();
+  /** The values of the members asked for and present, parsed once (absent ones are not kept: finding them absent again costs less than keeping them). */
+  private parsed: Map<string, unknown> | undefined;
   private whole: Record<string, unknown> | undefined;
 
   constructor(
@@ -72,10 +73,12 @@ export class RequestFacts {
 
   /** The value of top-level member `name` (the last, as JSON.parse keeps it), or undefined. */
   member(name: string): unknown {
-    if (this.parsed.has(name)) return this.parsed.get(name);
     const span = this.lastSpan(name);
-    const value = span === undefined ? undefined : this.parse(span);
-    this.parsed.set(name, value);
+    if (span === undefined) return undefined;
+    const parsed = (this.parsed ??= new Map<string, unknown>());
+    if (parsed.has(name)) return parsed.get(name);
+    const value = this.parse(span);
+    parsed.set(name, value);
     return value;
   }
 
