@@ -69,7 +69,8 @@ t.test('a worker killed under traffic is replaced and every call stays billed ex
   await until(() => childPids(primary).length === 2 && !childPids(primary).includes(victim), 'a replacement worker');
   t.pass('a replacement worker was started');
   // The replacement serves once a refused call comes back with a stem not seen before.
-  await until(async () => !stems.has(await workerStem(port)), 'the replacement to serve');
+  let replacementStem = '';
+  await until(async () => !stems.has((replacementStem = await workerStem(port))), 'the replacement to serve');
   const servingFrom = answered.length;
   // It opened the store while the other worker kept committing; now both serve and commit.
   await until(() => answered.length >= servingFrom + 200, '200 more calls');
@@ -99,8 +100,12 @@ t.test('a worker killed under traffic is replaced and every call stays billed ex
   const finishedUnseen = unanswered.length - interrupted.length;
   t.comment(`${interrupted.length} interrupted, ${finishedUnseen} finished but not delivered`);
   t.ok(interrupted.length + finishedUnseen <= failed, 'at most the calls lost with the worker are billed without a 200');
-  const unansweredStems = new Set(unanswered.map((r) => r.requestId.slice(0, 16)));
+  // The gateway's own id of the call (its process's stem), whatever id the client was shown.
+  const allStems = new Set([...stems, replacementStem]);
+  t.same(records.filter((r) => !allStems.has(r.callId.slice(0, 16))), [], 'every record is a call of one of the three workers');
+  const unansweredStems = new Set(unanswered.map((r) => r.callId.slice(0, 16)));
   t.ok(unansweredStems.size <= 1 && [...unansweredStems].every((s) => stems.has(s)), 'every record without a 200 is a call of one worker that served before the kill');
+  t.same(unanswered.filter((r) => r.error === null && r.status !== 200), [], 'a call finished but not delivered is recorded as the 200 it was');
   t.ok(interrupted.every((r) => unanswered.includes(r)), 'no call answered 200 is recorded as interrupted');
   const sum = records.reduce((s, r) => s + r.costNanoUsd, 0);
   t.equal(sum, (records.length - interrupted.length) * COST_NANO + interrupted.length * INTERRUPTED_NANO, 'the records are priced exactly');
