@@ -69,7 +69,7 @@ export function isoTime(ms: number): string {
   }
   const milli = ms - second * 1000;
   if (!Number.isInteger(milli)) return new Date(ms).toISOString();
-  return `${isoPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+  return `${isoPrefix}${String(milli).padStart(3, '0')}Z`;
 }
 let isoSecond = NaN;
 let isoPrefix = '';
@@ -91,8 +91,7 @@ export function millisecondsText(ms: number): string {
     fraction /= 10;
     digits--;
   }
-  const padding = digits === 3 ? (fraction < 10 ? '00' : fraction < 100 ? '0' : '') : digits === 2 && fraction < 10 ? '0' : '';
-  return `${whole}.${padding}${fraction}`;
+  return `${whole}.${String(fraction).padStart(digits, '0')}`;
 }
 
 /** Strings that need no escaping in JSON (ids, prefixes, model names as usually written). */

@@ -95,7 +95,7 @@ export class Observer {
   refused(requestId: string, status: number, code: string): void {
     this.metrics?.finished({ surface: SURFACE_NONE, endpoint: ENDPOINT_OTHER, status, code, stream: false, durationSeconds: 0, costNano: 0, tokens: null, estimateReason: null });
     this.accessLog?.write({
-      time: new Date().toISOString(), requestId, keyPrefix: null, surface: SURFACES[SURFACE_NONE]!, endpoint: ENDPOINT_LABELS[ENDPOINT_OTHER]!,
+      time: isoTime(Date.now()), requestId, keyPrefix: null, surface: SURFACES[SURFACE_NONE]!, endpoint: ENDPOINT_LABELS[ENDPOINT_OTHER]!,
       model: null, status, code, stream: false, inputTokens: 0, outputTokens: 0, costUsd: null, tokensCharged: 0, durationMs: 0, clientGone: false,
       estimated: false, estimateReason: null, attempts: 0, credential: null,
     });
