@@ -72,6 +72,13 @@ export class LmdbLiveness extends LmdbLedger {
       if (owner === this.owner || !ownerIsGone(value, now)) live.add(owner);
       else dead.add(owner);
     }
+    // The usual case, one serving process whose entries in flight are all its own, is told by a
+    // count LMDB makes without decoding an entry: reading every entry held the event loop every
+    // SWEEP_MS, ≈ 1 ms with 1,000 calls in flight and 6 ms with 10,000; the count takes 0.02 and
+    // 0.1 ms (bench/README.md). An entry of ours that another process ended (taking this one for
+    // dead) keeps the counts apart only until our call ends.
+    const alone = dead.size === 0 && live.size === 1 && this.owner !== null && live.has(this.owner);
+    if (alone && this.calls.getKeysCount() === this.written.size) return 0;
     const orphans: Array<[string, string]> = [];
     for (const { key, value } of this.calls.getRange()) {
       if (!live.has(callOwner(value))) orphans.push(key);
