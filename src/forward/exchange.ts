@@ -107,8 +107,9 @@ function onStall(exchange: Exchange): void {
  * when its end decides; a retried answer is kept until another attempt answers, for the client
  * should no later attempt reach a provider.
  *
- * Completion: the charge and the usage record are committed before the response is ended, so a
- * response that reached the client in full is always billed.
+ * Completion: the charge and the usage record are committed before the response is ended (a
+ * stream's last read goes with its end: keepLast), so a response that reached the client in full
+ * is always billed.
  * Every path ends in exactly one usage record: complete, provider error, cut, unreachable, or
  * client gone (billed from the provider's usage, or estimated when the grace period ran out);
  * the record settles the call's hold in the same commit (store/store.ts `Ledger.record`).
@@ -140,6 +141,8 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
   private graceTimer: NodeJS.Timeout | null = null;
   /** Chunks of this turn not yet written to the client: null, one chunk, or several. */
   private batch: Buffer | Buffer[] | null = null;
+  /** A stream's last bytes for the client (its last read, the filter's rest), sent with its end (keepLast). */
+  private last: Buffer | null = null;
   /** The last write returned false and no 'drain' has come since. */
   private blocked = false;
   private stallTimer: NodeJS.Timeout | null = null;
@@ -423,22 +426,46 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
     this.batch = null;
     const chunk = Array.isArray(batch) ? Buffer.concat(batch) : batch;
     if (!this.clientGone) {
-      let flowing = true;
-      if (this.filter === null) flowing = this.res.write(chunk);
-      else {
-        const out = this.filter.filter(chunk);
-        if (out !== undefined) flowing = this.res.write(out);
-      }
-      const socket = this.res.socket;
-      if (socket !== null && socket.writableCorked > 0) socket.uncork();
-      if (!flowing) this.block();
+      const out = this.filter === null ? chunk : this.filter.filter(chunk);
+      if (out !== undefined) this.write(out);
     }
     this.tap?.write(chunk);
   }
 
+  /** Writes to the client now (Node would send a response's write at the next tick). */
+  private write(bytes: Buffer): void {
+    const flowing = this.res.write(bytes);
+    const socket = this.res.socket;
+    if (socket !== null && socket.writableCorked > 0) socket.uncork();
+    if (!flowing) this.block();
+  }
+
+  /**
+   * A stream's provider is done: its last read goes to the tap now, and to the client with the
+   * response's end, once the record is committed (answer). The client gets the stream's last
+   * bytes and its end in one write instead of two, and none of them before the bill is
+   * committed; its end of body is no later (the end already waited for the commit).
+   */
+  private keepLast(): void {
+    const batch = this.batch;
+    if (batch === null) return;
+    this.batch = null;
+    const chunk = Array.isArray(batch) ? Buffer.concat(batch) : batch;
+    if (!this.clientGone) this.last = (this.filter === null ? chunk : this.filter.filter(chunk)) ?? null;
+    this.tap?.write(chunk);
+  }
+
+  /** The stream's kept last bytes, written now (before its connection is cut). */
+  private sendLast(): void {
+    const last = this.last;
+    this.last = null;
+    if (last !== null && !this.clientGone && !this.res.destroyed) this.write(last);
+  }
+
   private complete(): void {
     if (this.settled) return;
-    this.flush();
+    if (this.held === null && this.streamed) this.keepLast();
+    else this.flush();
     if (this.credentialRefused || this.refusedHeld()) {
       if (this.status === 429 && !this.credentialRefused) this.rotation!.rateLimited(this.credential!, this.metering?.model.id ?? null, this.retryAfter, this.keptAnswer());
       if (this.sendAgain()) return;
@@ -452,7 +479,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
     this.clearGrace();
     if (this.filter !== null && !this.clientGone) {
       const rest = this.filter.end();
-      if (rest !== undefined) this.res.write(rest);
+      if (rest !== undefined) this.last = this.last === null ? rest : Buffer.concat([this.last, rest]);
     }
     const m = this.metering;
     // A 401 never shows: an earlier attempt's refusal does if there was one, else the gateway's 502.
@@ -562,6 +589,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
     this.clearGrace();
     this.clearStall();
     this.batch = null;
+    this.last = null;
     this.held = null;
     const abort = this.abortUpstream;
     this.abortUpstream = null;
@@ -689,7 +717,10 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
       case Finish.End:
         if (this.clientGone) return;
         if (this.held === null) {
-          res.end();
+          const last = this.last;
+          this.last = null;
+          if (last === null) res.end();
+          else res.end(last);
           return;
         }
         // The whole plain answer in one write, with its length.
@@ -698,6 +729,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
         res.end(this.held.length === 1 ? this.held[0] : Buffer.concat(this.held, this.heldBytes));
         return;
       case Finish.Destroy:
+        this.sendLast();
         res.destroy();
         return;
       case Finish.Unavailable:
@@ -708,8 +740,10 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
         return;
       case Finish.Internal:
         if (this.clientGone || res.destroyed) return;
-        if (res.headersSent) res.destroy();
-        else sendError(res, 'internal_error', this.requestId);
+        if (res.headersSent) {
+          this.sendLast();
+          res.destroy();
+        } else sendError(res, 'internal_error', this.requestId);
         return;
       case Finish.Nothing:
         return;
