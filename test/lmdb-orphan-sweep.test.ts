@@ -53,6 +53,17 @@ function dataDir(t: Tap.Test): string {
   return dir;
 }
 
+/** Two serving processes on one environment, each with a call of a key of `letter` in flight: `call_mine` and `call_left`. */
+async function twoProcesses(t: Tap.Test, letter: string): Promise<{ mine: Store; other: Store; key: Key }> {
+  const dir = dataDir(t);
+  const mine = await served(t, dir);
+  const key = await mine.createKey({ hash: letter.repeat(64), prefix: `gw_live_${letter.repeat(4)}`, name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1_000_000 });
+  t.equal(await hold(mine, key, 'call_mine'), null, 'a call of this process held');
+  const other = await served(t, dir);
+  t.equal(await hold(other, key, 'call_left'), null, 'a call of the other process held');
+  return { mine, other, key };
+}
+
 t.test('a process alone with its own calls in flight settles none, without reading them', async (t) => {
   const store = await served(t, dataDir(t));
   const key = await store.createKey({ hash: 'a'.repeat(64), prefix: 'gw_live_aaaa', name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1_000_000 });
@@ -68,12 +79,7 @@ t.test('a process alone with its own calls in flight settles none, without readi
 });
 
 t.test('a call left by a process that stopped is settled beside calls of the sweeping process', async (t) => {
-  const dir = dataDir(t);
-  const mine = await served(t, dir);
-  const key = await mine.createKey({ hash: 'b'.repeat(64), prefix: 'gw_live_bbbb', name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1_000_000 });
-  t.equal(await hold(mine, key, 'call_mine'), null, 'a call of this process held');
-  const other = await served(t, dir);
-  t.equal(await hold(other, key, 'call_left'), null, 'a call of the other process held');
+  const { mine, other, key } = await twoProcesses(t, 'b');
   // The other process stops with its call in flight: its registration goes, its entry stays.
   await other.close();
   const reads = countFullReads(mine);
@@ -89,12 +95,7 @@ t.test('a call left by a process that stopped is settled beside calls of the swe
 });
 
 t.test('an entry of this process that another process ended hides no orphan once the call ends', async (t) => {
-  const dir = dataDir(t);
-  const mine = await served(t, dir);
-  const key = await mine.createKey({ hash: 'c'.repeat(64), prefix: 'gw_live_cccc', name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1_000_000 });
-  t.equal(await hold(mine, key, 'call_mine'), null, 'a call of this process held');
-  const other = await served(t, dir);
-  t.equal(await hold(other, key, 'call_left'), null, 'a call of the other process held');
+  const { mine, other, key } = await twoProcesses(t, 'c');
   // Ten minutes on in the other's view, this process's heartbeat is stale: it settles this one's call.
   t.equal(other.settleOrphans(Date.now() + 600_000), 1, 'the other process took this one for dead');
   await other.close();
