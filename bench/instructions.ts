@@ -16,7 +16,9 @@
  *
  * BENCH_CALL=stream counts a streamed call instead: the mock's 20 deltas and 4 more events, each
  * its own write 2 ms apart, so each is a read of its own, as in the streams-at-scale scenario
- * (about three minutes per target with BENCH_WARM_UP=1500 BENCH_CALLS=500).
+ * (with BENCH_CALLS=500, about seven minutes per target). Keep the warm-up at 6,000: after 1,500
+ * streams the window still held compilations and a full collection (the bare proxy read 1.60
+ * million instructions per stream, against 1.01 million after 6,000).
  *
  * Repeatable to ±0.3 % for most runs of a build; some runs read 5–15 % higher, when a compilation
  * or a full collection fell inside the window (with 1,500 calls of warm-up, most did: figures
