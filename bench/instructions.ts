@@ -33,7 +33,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { BENCH_DIR, CHAT_PATH, guardChildren, HOST, machine, MODEL, PLAIN_BODY, ROOT, runMain, runNode, spawnServer, startBareProxy, startMock, tempDir, writeBenchConfig } from './lib.js';
+import { bareProxyScript, CHAT_PATH, guardChildren, HOST, machine, MODEL, PLAIN_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir, writeBenchConfig } from './lib.js';
 
 const targets = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
 const WARM_UP = Number(process.env.BENCH_WARM_UP || 6000);
@@ -60,10 +60,7 @@ function windowInstructions(dir: string): number {
 async function startTarget(target: string, mockUrl: string, dir: string, out: string): Promise<{ server: Awaited<ReturnType<typeof spawnServer>>; key: string }> {
   const valgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--hash-seed=1', '--random-seed=1'];
   if (target === 'bare') {
-    // Built (bench/.build/bare-proxy.mjs) and checked to start by a first run outside valgrind.
-    const plain = await startBareProxy(mockUrl, 1024);
-    plain.proc.kill('SIGTERM');
-    const server = await spawnServer('bare proxy', [...valgrind, join(BENCH_DIR, '.build', 'bare-proxy.mjs'), mockUrl, '1024'], {}, 180_000, 'valgrind');
+    const server = await spawnServer('bare proxy', [...valgrind, await bareProxyScript(), mockUrl, '1024'], {}, 180_000, 'valgrind');
     return { server, key: 'gw_live_unused' };
   }
   const cli = join(target, 'dist', 'cli', 'main.js');

@@ -341,12 +341,17 @@ export function startMock(): Promise<Server> {
   return spawnServer('mock provider', [join(ROOT, 'dist', 'mock', 'provider.js'), '--host', HOST, '--port', '0']);
 }
 
-/** bench/bare-proxy.ts, compiled to plain JavaScript (bench/.build/) for the same reason. */
-export async function startBareProxy(upstream: string, connections = 1024, nodeFlags: string[] = []): Promise<Server> {
+/** bench/bare-proxy.ts compiled to plain JavaScript (bench/.build/) for the same reason: the script's path. */
+export async function bareProxyScript(): Promise<string> {
   const { build } = await import('esbuild');
   const outfile = join(BENCH_DIR, '.build', 'bare-proxy.mjs');
   await build({ entryPoints: [join(BENCH_DIR, 'bare-proxy.ts')], outfile, platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' });
-  return spawnServer('bare proxy', [...nodeFlags, outfile, upstream, String(connections)]);
+  return outfile;
+}
+
+/** The bare proxy (bench/bare-proxy.ts) in front of `upstream`. */
+export async function startBareProxy(upstream: string, connections = 1024, nodeFlags: string[] = []): Promise<Server> {
+  return spawnServer('bare proxy', [...nodeFlags, await bareProxyScript(), upstream, String(connections)]);
 }
 
 export interface Tollgate extends Server {

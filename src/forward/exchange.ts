@@ -108,7 +108,7 @@ function onStall(exchange: Exchange): void {
  * should no later attempt reach a provider.
  *
  * Completion: the charge and the usage record are committed before the response is ended (a
- * stream's last read goes with its end: keepLast), so a response that reached the client in full
+ * stream's last read goes with its end: complete), so a response that reached the client in full
  * is always billed.
  * Every path ends in exactly one usage record: complete, provider error, cut, unreachable, or
  * client gone (billed from the provider's usage, or estimated when the grace period ran out);
@@ -141,7 +141,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
   private graceTimer: NodeJS.Timeout | null = null;
   /** Chunks of this turn not yet written to the client: null, one chunk, or several. */
   private batch: Buffer | Buffer[] | null = null;
-  /** A stream's last bytes for the client (its last read, the filter's rest), sent with its end (keepLast). */
+  /** A stream's last bytes for the client (its last read, the filter's rest), sent with its end (complete). */
   private last: Buffer | null = null;
   /** Some of the answer's bytes have been written to the client. */
   private wrote = false;
@@ -420,16 +420,20 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
    * Sends this turn's chunks to the client in one write, then shows them to the tap: the tap
    * never delays a byte. Node corks a response's socket on write and sends at the next tick;
    * the write is sent now instead (measured: streamed time-to-first-byte +110 µs over the bare
-   * proxy when the tap's work came first, bench/run.ts).
+   * proxy when the tap's work came first, bench/run.ts). With `keepLast` (a stream's last read,
+   * see complete) the bytes wait in `last` for the response's end instead.
    */
-  flush(): void {
+  flush(keepLast = false): void {
     const batch = this.batch;
     if (batch === null) return;
     this.batch = null;
     const chunk = Array.isArray(batch) ? Buffer.concat(batch) : batch;
     if (!this.clientGone) {
       const out = this.filter === null ? chunk : this.filter.filter(chunk);
-      if (out !== undefined) this.write(out);
+      if (out !== undefined) {
+        if (keepLast) this.last = out;
+        else this.write(out);
+      }
     }
     this.tap?.write(chunk);
   }
@@ -443,24 +447,6 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
     if (!flowing) this.block();
   }
 
-  /**
-   * A stream's provider is done, and earlier reads have gone out: its last read goes to the tap
-   * now, and to the client with the response's end, once the record is committed (answer). The
-   * client gets the stream's last bytes and its end in one write instead of two, and none of them
-   * before the bill is committed; its end of body is no later (the end already waited for the
-   * commit). A stream that came whole in one read is written at once instead, so that its first
-   * byte does not wait for the commit (`npm run bench`, streamed time to first byte over the bare
-   * proxy: +423 µs when it waited, +210 µs written at once; bench/README.md, 2026-11-27).
-   */
-  private keepLast(): void {
-    const batch = this.batch;
-    if (batch === null) return;
-    this.batch = null;
-    const chunk = Array.isArray(batch) ? Buffer.concat(batch) : batch;
-    if (!this.clientGone) this.last = (this.filter === null ? chunk : this.filter.filter(chunk)) ?? null;
-    this.tap?.write(chunk);
-  }
-
   /** The stream's kept last bytes, written now (before its connection is cut). */
   private sendLast(): void {
     const last = this.last;
@@ -470,8 +456,14 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
 
   private complete(): void {
     if (this.settled) return;
-    if (this.held === null && this.streamed && this.wrote) this.keepLast();
-    else this.flush();
+    // A stream's provider is done, and earlier reads have gone out: its last read goes to the tap
+    // now, and to the client with the response's end, once the record is committed (answer). The
+    // client gets the stream's last bytes and its end in one write instead of two, and none of
+    // them before the bill is committed; its end of body is no later (the end already waited for
+    // the commit). A stream that came whole in one read is written at once instead, so that its
+    // first byte does not wait for the commit (`npm run bench`, streamed time to first byte over
+    // the bare proxy: +423 µs when it waited, +210 µs written at once; bench/README.md, 2026-11-27).
+    this.flush(this.held === null && this.streamed && this.wrote);
     if (this.credentialRefused || this.refusedHeld()) {
       if (this.status === 429 && !this.credentialRefused) this.rotation!.rateLimited(this.credential!, this.metering?.model.id ?? null, this.retryAfter, this.keptAnswer());
       if (this.sendAgain()) return;
