@@ -82,7 +82,10 @@ async function measure(round: number, target: string): Promise<number> {
   }
   const [dir, ...settings] = target.split(',');
   const saved = settings.map((setting) => {
-    const [name, value] = setting.split('=') as [string, string];
+    // Split at the first '=': a value may hold one (NODE_OPTIONS=--max-semi-space-size=32).
+    const at = setting.indexOf('=');
+    const name = setting.slice(0, at);
+    const value = setting.slice(at + 1);
     const before = process.env[name];
     process.env[name] = value;
     return (): void => void (before === undefined ? delete process.env[name] : (process.env[name] = before));
