@@ -121,6 +121,57 @@ t.test('every cut of a body gives the same spans', async (t) => {
   }
 });
 
+t.test('long strings: a quote, a backslash or a control character at any byte, at any alignment and cut', async (t) => {
+  // Strings longer than the scanner's byte-by-byte run are taken eight bytes at a time; every
+  // byte that stops a string must still be found where it stands, whatever the chunk's offset
+  // in its ArrayBuffer (the words are read unaligned) and wherever the chunk is cut.
+  const plain = Buffer.from('Lorem ipsum é 中 dolor \u007f sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt');
+  const stoppers: Array<[string, Buffer]> = [
+    ['the closing quote', Buffer.from('"')],
+    ['an escape', Buffer.from('\\n')],
+    ['an escaped quote', Buffer.from('\\"')],
+    ['an escaped backslash', Buffer.from('\\\\')],
+    ['an escape JSON does not have', Buffer.from('\\x')],
+    ['a \\u escape', Buffer.from('\\u00e9')],
+    ['a raw control character', Buffer.from([0x01])],
+    ['a raw 0x1f', Buffer.from([0x1f])],
+    ['a raw tab', Buffer.from([0x09])],
+    ['a lone byte 0xff', Buffer.from([0xff])],
+  ];
+  const disagreements: string[] = [];
+  let accepted = 0;
+  let refused = 0;
+  for (const [what, stopper] of stoppers) {
+    for (let at = 0; at <= plain.length; at++) {
+      const text = Buffer.concat([Buffer.from('{"model":"m","x":"'), plain.subarray(0, at), stopper, plain.subarray(at), Buffer.from('","n":1}')]);
+      for (let align = 0; align < 8; align++) {
+        const room = Buffer.alloc(text.length + 8);
+        text.copy(room, align);
+        const bytes = room.subarray(align, align + text.length);
+        const middle = 18 + Math.floor(at / 2);
+        for (const cuts of [[], [18 + at], [18 + at + 1], [middle]]) {
+          const { scanner, ok } = scan(bytes, cuts);
+          const want = expected(bytes, scanner);
+          if (ok !== (want !== undefined)) {
+            disagreements.push(`${what} at ${at}, offset ${align}, cuts ${cuts}: scanner ${ok} (${scanner.failure}), JSON.parse ${want !== undefined}`);
+            continue;
+          }
+          if (!ok) {
+            refused++;
+            continue;
+          }
+          accepted++;
+          const spans = scanner.members.map((m) => bytes.subarray(m.valueStart, m.valueEnd).toString('utf8'));
+          const whole = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+          if (spans.length !== 3 || JSON.parse(spans[1]!) !== whole.x || spans[2] !== '1') disagreements.push(`${what} at ${at}, offset ${align}, cuts ${cuts}: spans ${JSON.stringify(spans)}`);
+        }
+      }
+    }
+  }
+  t.same(disagreements.slice(0, 10), [], 'no disagreement with JSON.parse, and the spans where they stand');
+  t.ok(accepted > 0 && refused > 0, `both verdicts (${accepted} accepted, ${refused} refused)`);
+});
+
 t.test('limits: refused at the byte that passes them, not at the end', async (t) => {
   const depth = (n: number): Buffer => Buffer.from(`{"model":"m","a":${'['.repeat(n - 1)}${']'.repeat(n - 1)}}`);
   t.ok(scan(depth(64), []).ok, 'nesting at the limit (64, the top-level object included)');

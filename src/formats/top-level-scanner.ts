@@ -192,6 +192,55 @@ function bytesAt(buf: Buffer, at: number, word: Buffer): boolean {
   return true;
 }
 
+/**
+ * Bytes of a string looked at one by one before the rest of it is taken eight at a time: keys and
+ * most values end sooner, and a short string is not worth a DataView.
+ */
+const SHORT_RUN = 32;
+
+/**
+ * From `i`, inside a string: the start of the first eight-byte group that holds a quote, a
+ * backslash or a control character, or of the chunk's last eight bytes or fewer; the byte loop
+ * then finds which byte it is. A group is tested as two 32-bit words, with no branch per byte:
+ * `(x - 0x01010101) & ~x & 0x80808080` is non-zero exactly when a byte of x is zero (x: the word
+ * XORed with four quotes, or four backslashes), `(v - 0x20202020) & ~v & 0x80808080` exactly when
+ * a byte of v is below 0x20 ("haszero" and "hasless" of Anderson's Bit Twiddling Hacks). A borrow
+ * only marks bytes after one that truly matched, and ~v masks off every byte of 0x80 or more
+ * (UTF-8), so the test misses nothing and never stops a group early. Measured on a 200 KB body
+ * of text: about three times the byte loop's speed (bench/README.md, 2026-11-27, fourth).
+ */
+function plainWordsEnd(view: DataView, i: number, n: number): number {
+  // `<`, not `<=`: at least one byte is left for the byte loop, so it never reads past the chunk.
+  while (i + 8 < n) {
+    const v = view.getInt32(i, true);
+    const w = view.getInt32(i + 4, true);
+    const vq = v ^ 0x22222222;
+    const vb = v ^ 0x5c5c5c5c;
+    const wq = w ^ 0x22222222;
+    const wb = w ^ 0x5c5c5c5c;
+    const marks = ((vq - 0x01010101) & ~vq) | ((vb - 0x01010101) & ~vb) | ((v - 0x20202020) & ~v)
+      | ((wq - 0x01010101) & ~wq) | ((wb - 0x01010101) & ~wb) | ((w - 0x20202020) & ~w);
+    if ((marks & 0x80808080) !== 0) return i;
+    i += 8;
+  }
+  return i;
+}
+
+/**
+ * From `i`, inside a string past its first SHORT_RUN bytes: the index of the next quote,
+ * backslash or control character in `chunk`, or its length when the string runs past its end.
+ */
+function longRunEnd(chunk: Buffer, i: number): number {
+  const n = chunk.length;
+  i = plainWordsEnd(new DataView(chunk.buffer, chunk.byteOffset, n), i, n);
+  let d = chunk[i]!;
+  while (d !== 0x22 && d !== 0x5c && d >= 0x20) {
+    if (++i === n) break;
+    d = chunk[i]!;
+  }
+  return i;
+}
+
 function isHex(c: number): boolean {
   return (c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x66);
 }
@@ -293,14 +342,19 @@ export class TopLevelScanner {
       const c = chunk[i]!;
       switch (state) {
         case S_STRING: {
-          // The fast path: most of a body's bytes are inside strings.
-          const from = i;
+          // The fast path: most of a body's bytes are inside strings. The first SHORT_RUN bytes
+          // one by one (most strings end there), the rest of a longer one by longRunEnd.
           let d = c;
+          const stop = n - i > SHORT_RUN + 8 ? i + SHORT_RUN : n;
           while (d !== 0x22 && d !== 0x5c && d >= 0x20) {
-            if (++i === n) break;
+            if (++i === stop) break;
             d = chunk[i]!;
           }
-          if (i === n) continue;
+          if (i === stop && stop !== n) {
+            i = longRunEnd(chunk, i);
+            if (i === n) continue;
+            d = chunk[i]!;
+          } else if (i === n) continue;
           if (d === 0x22) {
             i++;
             if (this.stringIsKey) {
