@@ -85,6 +85,34 @@ t.test('a fee-bearing tool offered on a model without its fee is refused before 
   t.equal(fn.status, 200);
 });
 
+t.test('a fee-bearing tool is found however its type is written, and among many tools', async (t) => {
+  // The tools are looked into only when their bytes could name such a tool (formats/levers.ts):
+  // a type spelled with \u escapes, or offered after many large function tools, still counts.
+  const gw = await startGateway(t, { config: leverConfig });
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '10']);
+  const schema = { type: 'object', properties: Object.fromEntries(Array.from({ length: 40 }, (_, k) => [`p${k}`, { type: 'string', description: 'a parameter of a tool that does something useful. '.repeat(4) }])) };
+  const functions = JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ name: `f${i}`, description: 'A function tool. '.repeat(20), input_schema: schema })));
+  const tooLarge = functions.slice(0, -1);
+  const bodies = [
+    ['an escaped type', '/v1/messages', '{"model":"claude-base","max_tokens":64,"messages":[],"tools":[{"type":"web\\u005fsearch_20250305","name":"web_search"}]}'],
+    ['an escaped type', '/v1/responses', '{"model":"base-only","input":"x","tools":[{"type":"\\u0077eb_search"}]}'],
+    ['after 20 function tools', '/v1/messages', `{"model":"claude-base","max_tokens":64,"messages":[],"tools":${tooLarge},{"type":"web_search_20250305","name":"web_search"}]}`],
+  ] as const;
+  for (const [what, path, body] of bodies) {
+    const before = gw.mock.requests.length;
+    const res = await post(gw.base + path, key, body);
+    t.equal(res.status, 400, `${path}, ${what}: refused`);
+    t.match(res.json, { error: { code: 'unpriced_option' } });
+    t.equal(gw.mock.requests.length, before, 'nothing forwarded');
+  }
+  // The same 20 function tools alone carry no fee: forwarded, and billed without one.
+  const plain = await post(`${gw.base}/v1/messages`, key, `{"model":"claude-base","max_tokens":64,"messages":[],"tools":${functions},"mock":{"inputTokens":100,"outputTokens":50}}`);
+  t.equal(plain.status, 200);
+  const r = (await usageOf(gw.base, key)).requests[0];
+  t.equal(r.costNanoUsd, 100 * 3000 + 50 * 15000, 'no fee');
+  t.match(r, { toolCalls: null, worstCase: null });
+});
+
 t.test('calls only the answer reports, without a fee: the highest fee known, named', async (t) => {
   const gw = await startGateway(t, { config: leverConfig });
   const { key } = await gw.createKey(['--mode', 'credit', '--balance', '10']);
