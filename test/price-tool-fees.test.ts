@@ -86,8 +86,8 @@ t.test('a fee-bearing tool offered on a model without its fee is refused before 
 });
 
 t.test('a fee-bearing tool is found however its type is written, and among many tools', async (t) => {
-  // The tools are looked into only when their bytes could name such a tool (formats/levers.ts):
-  // a type spelled with \u escapes, or offered after many large function tools, still counts.
+  // However the request writes it: a type spelled with \u escapes, or offered after many large
+  // function tools, still counts (a search of the raw bytes for the type would miss the first).
   const gw = await startGateway(t, { config: leverConfig });
   const { key } = await gw.createKey(['--mode', 'credit', '--balance', '10']);
   const schema = { type: 'object', properties: Object.fromEntries(Array.from({ length: 40 }, (_, k) => [`p${k}`, { type: 'string', description: 'a parameter of a tool that does something useful. '.repeat(4) }])) };

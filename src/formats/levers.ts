@@ -93,7 +93,7 @@ export function requestLevers(spec: LeverSpec, facts: RequestFacts, headers: Inc
   // Built only when the request offers a fee-bearing tool (most calls offer none).
   let tools: string[] | null = null;
   let impliedToolCalls: Record<string, number> | null = null;
-  const offered = spec.toolTypes === undefined || !mayOfferTool(facts, spec.toolTypes) ? undefined : facts.member('tools');
+  const offered = spec.toolTypes === undefined ? undefined : facts.member('tools');
   if (spec.toolTypes !== undefined && Array.isArray(offered)) {
     for (const tool of offered) {
       const type = isObject(tool) ? tool.type : undefined;
@@ -119,30 +119,6 @@ export function requestLevers(spec: LeverSpec, facts: RequestFacts, headers: Inc
   }
   if (serviceTier === null && speed === null && inferenceGeo === null && tools === null && !cacheWrite1h && !cacheWriteExtended && !longContext) return NO_LEVERS;
   return { serviceTier, speed, inferenceGeo, cacheWrite1h, cacheWriteExtended, longContext, tools: tools ?? [], impliedToolCalls: impliedToolCalls ?? {} };
-}
-
-/** A \u escape, which could spell any character of a tool's type. */
-const UNICODE_ESCAPE = Buffer.from('\\u');
-/** The prefixes of toolTypes as bytes, made once per prefix. */
-const PREFIX_BYTES = new Map<string, Buffer>();
-
-/**
- * Whether the body's `tools` could offer a tool whose type begins with one of `toolTypes`'
- * prefixes: only if its bytes hold one of them as written, or a \u escape (which could spell one).
- * Most calls offer no such tool, while an agent's `tools` run to tens of KB of JSON schemas:
- * parsing them on every call for nothing cost ≈ 65 µs per 43 KB (bench/README.md, 2026-11-27,
- * fourth), two byte searches cost ≈ 17.
- */
-function mayOfferTool(facts: RequestFacts, toolTypes: ReadonlyArray<readonly [string, string]>): boolean {
-  const bytes = facts.memberBytes('tools');
-  if (bytes === undefined) return false;
-  if (bytes.includes(UNICODE_ESCAPE)) return true;
-  for (const [prefix] of toolTypes) {
-    let written = PREFIX_BYTES.get(prefix);
-    if (written === undefined) PREFIX_BYTES.set(prefix, (written = Buffer.from(prefix)));
-    if (bytes.includes(written)) return true;
-  }
-  return false;
 }
 
 /** Whether any `cache_control` object in the body sets `ttl` to "1h". */

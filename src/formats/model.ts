@@ -71,12 +71,6 @@ export class RequestFacts {
     return JSON.parse(this.raw.text(span.valueStart, span.valueEnd));
   }
 
-  /** The bytes of top-level member `name`'s value (the last, as JSON.parse keeps it), or undefined. */
-  memberBytes(name: string): Buffer | undefined {
-    const span = this.lastSpan(name);
-    return span === undefined ? undefined : this.raw.slice(span.valueStart, span.valueEnd);
-  }
-
   /** The value of top-level member `name` (the last, as JSON.parse keeps it), or undefined. */
   member(name: string): unknown {
     const span = this.lastSpan(name);
