@@ -345,16 +345,17 @@ export class TopLevelScanner {
           // The fast path: most of a body's bytes are inside strings. The first SHORT_RUN bytes
           // one by one (most strings end there), the rest of a longer one by longRunEnd.
           let d = c;
-          const stop = n - i > SHORT_RUN + 8 ? i + SHORT_RUN : n;
+          const stop = i + SHORT_RUN < n ? i + SHORT_RUN : n;
           while (d !== 0x22 && d !== 0x5c && d >= 0x20) {
             if (++i === stop) break;
             d = chunk[i]!;
           }
-          if (i === stop && stop !== n) {
+          if (i === stop) {
+            if (i === n) continue;
             i = longRunEnd(chunk, i);
             if (i === n) continue;
             d = chunk[i]!;
-          } else if (i === n) continue;
+          }
           if (d === 0x22) {
             i++;
             if (this.stringIsKey) {
