@@ -14,7 +14,10 @@
  *
  * Environment: BENCH_DURATION (s per measured run, default 5), BENCH_ROUNDS (default 2),
  * BENCH_WARMUP (s of load before each target's measured run, in two runs; default 6),
- * BENCH_RATE (requests per second offered to every target in the measured run; default none).
+ * BENCH_RATE (requests per second offered to every target in the measured run; default none),
+ * BENCH_BODY (`conversation`: a Chat request of BENCH_BODY_KIB KiB of turns, default 192;
+ * `agent`: a Messages request with a coding agent's 43 KB of tools and that many KiB of turns;
+ * bench/lib.ts largeRequest) instead of the bench's short chat request: what a large body costs.
  *
  * Each round starts every target afresh, in the reverse order every other round, and the end
  * prints each build's median µs per request and median ratio to the bare proxy of its round, with
@@ -24,7 +27,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHAT_PATH, cpuMs, guardChildren, load, machine, PLAIN_BODY, ROOT, median, runMain, startBareProxy, startMock, startTollgate, type Server } from './lib.js';
+import { CHAT_PATH, cpuMs, guardChildren, largeRequest, load, machine, PLAIN_BODY, ROOT, median, runMain, startBareProxy, startMock, startTollgate, type LoadResult, type Server } from './lib.js';
 
 const duration = Number(process.env.BENCH_DURATION || 5);
 const rounds = Number(process.env.BENCH_ROUNDS || 2);
@@ -33,6 +36,10 @@ const warmUpSeconds = Number(process.env.BENCH_WARMUP || 6);
 const rate = process.env.BENCH_RATE ? Number(process.env.BENCH_RATE) : undefined;
 const builds = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
 const C = 32;
+/** The request every call sends: the bench's short chat request, or a large one (BENCH_BODY). */
+const bodyKind = process.env.BENCH_BODY || 'short';
+if (bodyKind !== 'short' && bodyKind !== 'conversation' && bodyKind !== 'agent') throw new Error(`BENCH_BODY: unknown body '${bodyKind}' (short, conversation, agent)`);
+const { path: PATH, body: BODY } = bodyKind === 'short' ? { path: CHAT_PATH, body: PLAIN_BODY } : largeRequest(bodyKind, Number(process.env.BENCH_BODY_KIB || 192));
 
 /** GC figures from a `--trace-gc` log's lines written during the measured run. */
 function gcFigures(lines: string[], requests: number): string {
@@ -51,8 +58,14 @@ function gcFigures(lines: string[], requests: number): string {
  * calls (74 of streamed calls, 252 ms of compiling); after two runs of 3 s, 14 (35, 95 ms).
  */
 async function warmUp(url: string, key: string | null): Promise<void> {
-  await load(url, CHAT_PATH, key, PLAIN_BODY, C, warmUpSeconds / 2);
-  await load(url, CHAT_PATH, key, PLAIN_BODY, C, warmUpSeconds / 2);
+  await load(url, PATH, key, BODY, C, warmUpSeconds / 2);
+  await load(url, PATH, key, BODY, C, warmUpSeconds / 2);
+}
+
+/** The run, when every call was answered 2xx: CPU per call is divided by the calls answered. */
+function answered(name: string, r: LoadResult): LoadResult {
+  if (r.non2xx + r.errors + r.timeouts > 0) throw new Error(`${name}: ${r.non2xx} answers not 2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
+  return r;
 }
 
 async function stop(server: Server): Promise<void> {
@@ -72,7 +85,7 @@ async function measure(round: number, target: string): Promise<number> {
     const self0 = process.cpuUsage();
     const mock0 = cpuMs(mock.pid);
     const bare0 = cpuMs(bare.pid);
-    const r = await load(bare.url, CHAT_PATH, null, PLAIN_BODY, C, duration, rate);
+    const r = answered('bare proxy', await load(bare.url, PATH, null, BODY, C, duration, rate));
     const self = process.cpuUsage(self0);
     const bareCpu = cpuMs(bare.pid) - bare0;
     const per = (ms: number): string => ((ms * 1000) / r.ok).toFixed(1);
@@ -96,7 +109,7 @@ async function measure(round: number, target: string): Promise<number> {
   await warmUp(tg.url, tg.key);
   const before = readFileSync(out, 'utf8').length;
   const tg0 = cpuMs(tg.pid);
-  const t = await load(tg.url, CHAT_PATH, tg.key, PLAIN_BODY, C, duration, rate);
+  const t = answered(`tollgate ${target}`, await load(tg.url, PATH, tg.key, BODY, C, duration, rate));
   const cpu = cpuMs(tg.pid) - tg0;
   const lines = readFileSync(out, 'utf8').slice(before).split('\n');
   process.stdout.write(`round ${round}  tollgate ${target}  ${Math.round(t.rps)} req/s   ${((cpu * 1000) / t.ok).toFixed(1)} µs/req; ${gcFigures(lines, t.ok)}\n`);
@@ -107,7 +120,7 @@ async function measure(round: number, target: string): Promise<number> {
 async function main(): Promise<void> {
   const targets = [BARE, ...builds];
   guardChildren((rounds * targets.length * (duration + warmUpSeconds + 20) + 120) * 1000);
-  process.stderr.write(`cpu-budget: ${machine()}, c=${C}${rate !== undefined ? `, ${rate} req/s offered` : ''}, ${rounds} × ${duration} s per target\n`);
+  process.stderr.write(`cpu-budget: ${machine()}, c=${C}${rate !== undefined ? `, ${rate} req/s offered` : ''}, ${Buffer.byteLength(BODY)}-byte requests to ${PATH}, ${rounds} × ${duration} s per target\n`);
   mock = await startMock();
   const perRequest = new Map<string, number[]>(targets.map((t) => [t, []]));
   for (let round = 1; round <= rounds; round++) {

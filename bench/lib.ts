@@ -22,6 +22,9 @@ export const HOST = '127.0.0.1';
 
 export const MODEL = 'gpt-4o-mini';
 export const CHAT_PATH = '/v1/chat/completions';
+export const MESSAGES_PATH = '/v1/messages';
+/** The bench config's Messages model (writeBenchConfig). */
+export const MESSAGES_MODEL = 'claude-haiku-4-5';
 export const PLAIN_BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi.' }] });
 export const STREAM_BODY = JSON.stringify({
   model: MODEL,
@@ -38,6 +41,31 @@ export const BURST_BODY = JSON.stringify({
   stream_options: { include_usage: true },
   mock: { chunks: 20, separateWrites: true },
 });
+
+/** Prose for the large bodies below: ASCII with some multi-byte characters, about 3.3 KiB. */
+const PROSE = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. Sed do eiusmod tempor incididunt ut labore et dolore magna aliqua. \u00e9\u4e2d '.repeat(25);
+
+function turns(kib: number): Array<{ role: string; content: string }> {
+  const count = Math.max(1, Math.round((kib * 1024) / Buffer.byteLength(PROSE)));
+  return Array.from({ length: count }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: PROSE }));
+}
+
+/** 18 function tools with JSON schemas, ≈ 43 KB, as a coding agent offers on every call. */
+function agentTools(): unknown[] {
+  const description = 'Executes a given command in a persistent shell session with an optional timeout. Before running it, check that the directories it needs exist, quote paths with spaces, and prefer the dedicated tools for reading and editing files. '.repeat(4);
+  const properties = Object.fromEntries(Array.from({ length: 8 }, (_, k) => [`param_${k}`, { type: k % 2 ? 'string' : 'number', description: `Parameter ${k} of this tool, which does something useful.` }]));
+  return Array.from({ length: 18 }, (_, i) => ({ name: `Tool${i}`, description, input_schema: { type: 'object', properties, required: ['param_0'], additionalProperties: false } }));
+}
+
+/**
+ * A large request (bench/cpu-budget.ts, BENCH_BODY): `conversation`, a Chat request of about
+ * `kib` KiB of turns of prose; `agent`, a Messages request with a coding agent's tools and about
+ * `kib` KiB of turns. The path and the body.
+ */
+export function largeRequest(kind: 'conversation' | 'agent', kib: number): { path: string; body: string } {
+  if (kind === 'conversation') return { path: CHAT_PATH, body: JSON.stringify({ model: MODEL, messages: turns(kib) }) };
+  return { path: MESSAGES_PATH, body: JSON.stringify({ model: MESSAGES_MODEL, max_tokens: 1024, system: PROSE, tools: agentTools(), messages: turns(kib) }) };
+}
 
 // ── child processes ─────────────────────────────────────────────────────────
 
@@ -390,7 +418,7 @@ export function writeBenchConfig(file: string, mockUrl: string, extra: Record<st
     catalogProvider: { openai: 'openai', anthropic: 'anthropic' },
     models: {
       [MODEL]: { provider: 'openai', endpoints: ['chat', 'responses'], price: { input: 0.15, output: 0.6, cachedInput: 0.075 } },
-      'claude-haiku-4-5': { provider: 'anthropic', endpoints: ['messages'], price: { input: 1, output: 5 } },
+      [MESSAGES_MODEL]: { provider: 'anthropic', endpoints: ['messages'], price: { input: 1, output: 5 } },
     },
     ...extra,
   }, null, 2));
