@@ -92,11 +92,11 @@ t.test('a fee-bearing tool is found however its type is written, and among many 
   const { key } = await gw.createKey(['--mode', 'credit', '--balance', '10']);
   const schema = { type: 'object', properties: Object.fromEntries(Array.from({ length: 40 }, (_, k) => [`p${k}`, { type: 'string', description: 'a parameter of a tool that does something useful. '.repeat(4) }])) };
   const functions = JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ name: `f${i}`, description: 'A function tool. '.repeat(20), input_schema: schema })));
-  const tooLarge = functions.slice(0, -1);
+  const functionsOpen = functions.slice(0, -1); // without its closing bracket: one more tool follows
   const bodies = [
     ['an escaped type', '/v1/messages', '{"model":"claude-base","max_tokens":64,"messages":[],"tools":[{"type":"web\\u005fsearch_20250305","name":"web_search"}]}'],
     ['an escaped type', '/v1/responses', '{"model":"base-only","input":"x","tools":[{"type":"\\u0077eb_search"}]}'],
-    ['after 20 function tools', '/v1/messages', `{"model":"claude-base","max_tokens":64,"messages":[],"tools":${tooLarge},{"type":"web_search_20250305","name":"web_search"}]}`],
+    ['after 20 function tools', '/v1/messages', `{"model":"claude-base","max_tokens":64,"messages":[],"tools":${functionsOpen},{"type":"web_search_20250305","name":"web_search"}]}`],
   ] as const;
   for (const [what, path, body] of bodies) {
     const before = gw.mock.requests.length;
