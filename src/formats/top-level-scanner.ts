@@ -199,8 +199,8 @@ function bytesAt(buf: Buffer, at: number, word: Buffer): boolean {
 const SHORT_RUN = 32;
 
 /**
- * From `i`, inside a string: the start of the first eight-byte group that holds a quote, a
- * backslash or a control character, or of the chunk's last eight bytes or fewer; the byte loop
+ * From `i`, inside `chunk`'s string: the start of the first eight-byte group that holds a quote, a
+ * backslash or a control character, or of the chunk's last eight bytes or fewer; plainBytesEnd
  * then finds which byte it is. A group is tested as two 32-bit words, with no branch per byte:
  * `(x - 0x01010101) & ~x & 0x80808080` is non-zero exactly when a byte of x is zero (x: the word
  * XORed with four quotes, or four backslashes), `(v - 0x20202020) & ~v & 0x80808080` exactly when
@@ -209,7 +209,9 @@ const SHORT_RUN = 32;
  * (UTF-8), so a group is stopped at exactly when it holds such a byte. Measured on a 200 KB body
  * of text: about three times the byte loop's speed (bench/README.md, 2026-11-27, fourth).
  */
-function plainWordsEnd(view: DataView, i: number, n: number): number {
+function plainWordsEnd(chunk: Buffer, i: number): number {
+  const n = chunk.length;
+  const view = new DataView(chunk.buffer, chunk.byteOffset, n);
   // `<`, not `<=`: at least one byte is left for the byte loop, so it never reads past the chunk.
   while (i + 8 < n) {
     const v = view.getInt32(i, true);
@@ -226,19 +228,13 @@ function plainWordsEnd(view: DataView, i: number, n: number): number {
   return i;
 }
 
-/**
- * From `i`, inside a string past its first SHORT_RUN bytes: the index of the next quote,
- * backslash or control character in `chunk`, or its length when the string runs past its end.
- */
-function longRunEnd(chunk: Buffer, i: number): number {
-  const n = chunk.length;
-  i = plainWordsEnd(new DataView(chunk.buffer, chunk.byteOffset, n), i, n);
-  let d = chunk[i]!;
-  while (d !== 0x22 && d !== 0x5c && d >= 0x20) {
-    if (++i === n) break;
-    d = chunk[i]!;
+/** From `i`, inside a string: the index of its first quote, backslash or control character before `stop`, else `stop`. */
+function plainBytesEnd(chunk: Buffer, i: number, stop: number): number {
+  for (; i < stop; i++) {
+    const d = chunk[i]!;
+    if (d === 0x22 || d === 0x5c || d < 0x20) return i;
   }
-  return i;
+  return stop;
 }
 
 function isHex(c: number): boolean {
@@ -343,19 +339,13 @@ export class TopLevelScanner {
       switch (state) {
         case S_STRING: {
           // The fast path: most of a body's bytes are inside strings. The first SHORT_RUN bytes
-          // one by one (most strings end there), the rest of a longer one by longRunEnd.
-          let d = c;
+          // one by one (most strings end there); the rest of a longer one eight at a time, then
+          // one by one to the byte that stopped the group.
           const stop = i + SHORT_RUN < n ? i + SHORT_RUN : n;
-          while (d !== 0x22 && d !== 0x5c && d >= 0x20) {
-            if (++i === stop) break;
-            d = chunk[i]!;
-          }
-          if (i === stop) {
-            if (i === n) continue;
-            i = longRunEnd(chunk, i);
-            if (i === n) continue;
-            d = chunk[i]!;
-          }
+          i = plainBytesEnd(chunk, i, stop);
+          if (i === stop && stop !== n) i = plainBytesEnd(chunk, plainWordsEnd(chunk, i), n);
+          if (i === n) continue;
+          const d = chunk[i]!;
           if (d === 0x22) {
             i++;
             if (this.stringIsKey) {
