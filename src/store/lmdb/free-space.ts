@@ -1,0 +1,29 @@
+import { statfsSync } from 'node:fs';
+
+/**
+ * What the LMDB store keeps free on its data directory's filesystem. Commits write straight into
+ * the memory-mapped data file (LMDB's WRITEMAP, open.ts), which the filesystem fills only when a
+ * page is first written: on a full filesystem that write stops the process with SIGBUS, where a
+ * `pwrite` would have failed the commit. Below this floor a serving process admits no new call
+ * (503 `store_unavailable`, nothing forwarded) and an issuer change is refused, while the calls in
+ * flight still settle: their records need a few hundred bytes each. At 10,000 calls a second the
+ * usage records grow the file by about 3 MB a second, so 64 MiB lasts far longer than the
+ * second between two checks.
+ */
+export const FREE_SPACE_FLOOR = 64 * 1024 * 1024;
+
+/** Bytes an unprivileged process may still write on the filesystem that holds `dir`. */
+export function freeBytesOf(dir: string): number {
+  const fs = statfsSync(dir);
+  return fs.bavail * fs.bsize;
+}
+
+/** The refusal of an issuer change below the floor: says what is free and why it matters. */
+export function freeSpaceRefusal(dataDir: string, free: number): Error {
+  return new Error(`the data directory ${dataDir} has ${mib(free)} MiB free, under the ${mib(FREE_SPACE_FLOOR)} MiB the store keeps free; free some space and run it again`);
+}
+
+/** MiB to one decimal, rounded down: just under the floor never reads as the floor. */
+export function mib(bytes: number): string {
+  return (Math.floor((bytes * 10) / (1024 * 1024)) / 10).toFixed(1);
+}
