@@ -59,11 +59,13 @@ export function openEnvironment(dataDir: string, options: StoreOptions): LmdbDat
   // synced commit: on disk when the command returns.
   //
   // Commits write their pages straight into the memory map (WRITEMAP) instead of copying them
-  // out with pwrite: 12.6 µs less CPU per plain call at c=32, 90.0 → 77.4 (bench/README.md,
-  // History). LMDB asks that every process of an environment agree on it, and lmdb-js then runs
-  // a nested transactionSync inside its parent, which this store never aborts on its own. The
-  // price is that a write to a page the full filesystem cannot back stops the process (SIGBUS);
-  // free-space.ts keeps a floor so that never happens under the store's own writes.
+  // out with pwrite: a call's two commits cost 9.6–10.8 µs of CPU instead of 23.3–25.5, most of
+  // the difference the kernel's copy (bench/lmdb-commit.ts). LMDB asks that every process of an
+  // environment agree on it, and lmdb-js then runs a nested transactionSync inside its parent,
+  // which this store never aborts on its own. A process opening the environment this way sets the
+  // file's length to its map's; the binding scripts/build-lmdb.mjs builds only ever lengthens it.
+  // The price: a write to a page that a full filesystem cannot back stops the process (SIGBUS),
+  // so free-space.ts keeps a floor.
   const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync !== undefined, overlappingSync: false, useWritemap: true });
   return [
     root,
