@@ -7,18 +7,15 @@
  * admitted again. In process, on a real data directory: the filesystem's free space is what the
  * test says it is (StoreOptions.freeBytes), and the store looks at it every second as it serves.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { displayPrefix, generateKey, hashKey } from '../src/auth/keys.js';
-import { compileConfig } from '../src/config/load.js';
-import { createGateway } from '../src/server.js';
 import { FREE_SPACE_FLOOR } from '../src/store/lmdb/free-space.js';
 import { Store } from '../src/store/lmdb/store.js';
 import { startMockProvider } from './fixtures/mock-provider.js';
-import { defaultConfig } from './helpers/harness.js';
+import { gatewayInProcess } from './helpers/harness.js';
 
 const GiB = 1024 * 1024 * 1024;
 
@@ -29,15 +26,8 @@ t.test('below the free-space floor no new call is admitted, the calls in flight 
   const store = Store.open(join(dir, 'data'), { fsync: 'interval', fsyncIntervalMs: 1000, freeBytes: () => free });
   const secret = generateKey();
   const key = await store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1e9 });
-  const gateway = createGateway(compileConfig(defaultConfig(mock.url), null), store, { env: { OPENAI_API_KEY: 'sk-test', ANTHROPIC_API_KEY: 'sk-ant' } });
-  await new Promise<void>((resolve) => gateway.server.listen(0, '127.0.0.1', resolve));
-  t.teardown(async () => {
-    await gateway.close(100);
-    await store.close();
-    await mock.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const base = `http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`;
+  const { port } = await gatewayInProcess(t, store, mock, dir);
+  const base = `http://127.0.0.1:${port}`;
   const call = (content: string, inputTokens = 11, hold: string | null = null): Promise<Response> =>
     fetch(`${base}/v1/chat/completions`, {
       method: 'POST',
@@ -82,7 +72,7 @@ t.test('below the free-space floor no new call is admitted, the calls in flight 
   await finished.text();
   const records = await store.usageOf(key, 10);
   t.match(records.find((r) => r.inputTokens === 13), { status: 200, outputTokens: 7, error: null }, 'and was billed its usage');
-  t.equal(records.filter((r) => r.status === 200 && r.costNano > 0).length, 2, 'both answered calls are billed');
+  t.equal(records.filter((r) => r.status === 200 && (r.costNano ?? 0) > 0).length, 2, 'both answered calls are billed');
   t.ok(records.every((r) => r.status === 200 || r.costNano === 0), 'the refused call charged nothing');
 
   free = GiB;
