@@ -6,9 +6,9 @@ import { statfsSync } from 'node:fs';
  * page is first written: on a full filesystem that write stops the process with SIGBUS, where a
  * `pwrite` would have failed the commit. Below this floor a serving process admits no new call
  * (503 `store_unavailable`, nothing forwarded) and an issuer change is refused, while the calls in
- * flight still settle: their records need a few hundred bytes each. At 10,000 calls a second the
- * usage records grow the file by about 3 MB a second, so 64 MiB lasts far longer than the
- * second between two checks.
+ * flight still settle: their records need a few hundred bytes each. Even at 10,000 calls a second
+ * (a few MB of records a second, at a few hundred bytes each) 64 MiB lasts far longer than the
+ * second between two looks.
  */
 export const FREE_SPACE_FLOOR = 64 * 1024 * 1024;
 

@@ -18,9 +18,9 @@ export class LmdbLiveness extends LmdbLedger {
 
   /**
    * Makes this process the owner of the calls it forwards: registers it with a heartbeat
-   * (every HEARTBEAT_MS, in the group commit, with a look at the free space: open.ts), settles at once every call left in flight by a
-   * process that is gone (a previous run killed with -9, a cluster worker that died), and
-   * keeps looking every SWEEP_MS. A process is gone when its heartbeat is older than
+   * (every HEARTBEAT_MS, in the group commit, with a look at the free space: open.ts), settles
+   * at once every call left in flight by a process that is gone (a previous run killed with -9,
+   * a cluster worker that died), and keeps looking every SWEEP_MS. A process is gone when its heartbeat is older than
    * OWNER_STALE_MS, or, at once, when it is proven gone (same boot, same PID namespace, and its
    * pid gone or reused: store/instance.ts).
    */

@@ -96,6 +96,9 @@ export class LmdbEnvironment {
   /** Below FREE_SPACE_FLOOR at the last look (checkFreeSpace): no new call is admitted. */
   protected diskLow = false;
 
+  /** The last look at the free space failed (logged once until one succeeds). */
+  protected freeSpaceUnknown = false;
+
   protected readonly freeBytes: (dataDir: string) => number;
 
   protected constructor(
@@ -146,9 +149,11 @@ export class LmdbEnvironment {
     try {
       free = this.freeBytes(this.dataDir);
     } catch (err) {
-      log('error', 'store_free_space_unknown', { error: String(err) });
+      if (!this.freeSpaceUnknown) log('error', 'store_free_space_unknown', { error: String(err) });
+      this.freeSpaceUnknown = true;
       return;
     }
+    this.freeSpaceUnknown = false;
     const low = free < FREE_SPACE_FLOOR;
     if (low === this.diskLow) return;
     this.diskLow = low;
@@ -158,7 +163,12 @@ export class LmdbEnvironment {
 
   /** An issuer change is refused below the floor: its commit could need a page the filesystem cannot back. */
   protected assertFreeSpace(): void {
-    const free = this.freeBytes(this.dataDir);
+    let free: number;
+    try {
+      free = this.freeBytes(this.dataDir);
+    } catch {
+      return; // a filesystem that cannot say: the change goes ahead, as before the floor
+    }
     if (free < FREE_SPACE_FLOOR) throw freeSpaceRefusal(this.dataDir, free);
   }
 
