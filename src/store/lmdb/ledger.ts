@@ -187,8 +187,7 @@ export class LmdbLedger extends LmdbUsage {
     // Fail closed: when the commit failed, nothing is admitted and nothing is forwarded.
     const decided = failure === null && !refuseNew;
     for (let i = 0; i < admits.length; i++) {
-      // A call whose hold was queued with its admission is told by its hold, below (never so
-      // when new calls are refused: nothing of theirs ran).
+      // A call whose hold was queued with its admission is told by its hold, below.
       if (admitted[i] === HANDED_TO_HOLD) continue;
       const [refusal, retryAfter] = decided ? admitted[i]! : ['store_unavailable' as const, 0];
       tell(admits[i]![3], refusal, retryAfter);
