@@ -3,19 +3,23 @@
  * filesystem backs page by page; on a full filesystem such a write would stop the process. So it
  * keeps a floor of free space (store/lmdb/free-space.ts): below it a serving process admits no new
  * call (503 `store_unavailable`, nothing forwarded, /readyz 503), the calls already in flight
- * finish and are billed, and an issuer change is refused saying why; once space is back, calls are
- * admitted again. In process, on a real data directory: the filesystem's free space is what the
- * test says it is (StoreOptions.freeBytes), and the store looks at it every second as it serves.
+ * finish and are billed, and an issuer change is refused saying why (the admin API: 503
+ * `store_unavailable`); once space is back, calls are admitted again. In process, on a real data
+ * directory: the filesystem's free space is what the test says it is (StoreOptions.freeBytes),
+ * and the store looks at it every second as it serves.
  */
 import { mkdtempSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { displayPrefix, generateKey, hashKey } from '../src/auth/keys.js';
+import { createAdminServer } from '../src/admin/listener.js';
+import { compileConfig } from '../src/config/load.js';
 import { FREE_SPACE_FLOOR } from '../src/store/lmdb/free-space.js';
 import { Store } from '../src/store/lmdb/store.js';
 import { startMockProvider } from './fixtures/mock-provider.js';
-import { gatewayInProcess } from './helpers/harness.js';
+import { defaultConfig, gatewayInProcess } from './helpers/harness.js';
 
 const GiB = 1024 * 1024 * 1024;
 
@@ -28,6 +32,14 @@ t.test('below the free-space floor no new call is admitted, the calls in flight 
   const key = await store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1e9 });
   const { port } = await gatewayInProcess(t, store, mock, dir);
   const base = `http://127.0.0.1:${port}`;
+  const config = compileConfig(defaultConfig(mock.url), null);
+  const admin = createAdminServer({
+    store, config, env: {}, token: 'admin-token', metrics: { text: async () => '', contentType: 'text/plain' },
+    readiness: { draining: () => false, storeAnswers: () => store.answers(), notInRotation: () => [] },
+  });
+  await new Promise<void>((resolve) => admin.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => admin.close(() => resolve())));
+  const adminBase = `http://127.0.0.1:${(admin.address() as AddressInfo).port}`;
   const call = (content: string, inputTokens = 11, hold: string | null = null): Promise<Response> =>
     fetch(`${base}/v1/chat/completions`, {
       method: 'POST',
@@ -60,6 +72,9 @@ t.test('below the free-space floor no new call is admitted, the calls in flight 
   t.equal(refused.status, 503, 'a new call is refused 503');
   t.match(await refused.json(), { error: { code: 'store_unavailable' } }, 'as store_unavailable');
   t.equal(mock.requests.length, forwardedBefore, 'and nothing of it reached the provider');
+  const adminRefused = await fetch(`${adminBase}/admin/v1/keys`, { method: 'POST', headers: { authorization: 'Bearer admin-token', 'content-type': 'application/json' }, body: JSON.stringify({ mode: 'credit', balance: '1' }) });
+  t.equal(adminRefused.status, 503, 'a key created through the admin API is refused 503');
+  t.match(await adminRefused.json(), { error: { code: 'store_unavailable', message: /has 63\.9 MiB free, under the 64\.0 MiB the store keeps free/ } }, 'as store_unavailable, saying what is free');
   await t.rejects(
     store.createKey({ hash: hashKey(generateKey()), prefix: 'gw_live_x', name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1 }),
     { message: /has 63\.9 MiB free, under the 64\.0 MiB the store keeps free; free some space/ },

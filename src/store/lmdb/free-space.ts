@@ -1,4 +1,5 @@
 import { statfsSync } from 'node:fs';
+import { StoreUnavailableError } from '../../domain/interfaces.js';
 
 /**
  * What the LMDB store keeps free on its data directory's filesystem. Commits write straight into
@@ -19,8 +20,8 @@ export function freeBytesOf(dir: string): number {
 }
 
 /** The refusal of an issuer change below the floor: says what is free and why it matters. */
-export function freeSpaceRefusal(dataDir: string, free: number): Error {
-  return new Error(`the data directory ${dataDir} has ${mib(free)} MiB free, under the ${mib(FREE_SPACE_FLOOR)} MiB the store keeps free; free some space and run it again`);
+export function freeSpaceRefusal(dataDir: string, free: number): StoreUnavailableError {
+  return new StoreUnavailableError(`the data directory ${dataDir} has ${mib(free)} MiB free, under the ${mib(FREE_SPACE_FLOOR)} MiB the store keeps free; free some space and run it again`);
 }
 
 /** MiB to one decimal, rounded down: just under the floor never reads as the floor. */
