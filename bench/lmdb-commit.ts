@@ -1,6 +1,7 @@
 /**
  * What one commit costs in each durability mode tollgate can use, on this machine's disk, with
- * its pages written into the memory map (WRITEMAP, the server's setting) or by pwrite (before):
+ * its pages copied out by pwrite (the server's setting) or written into the memory map (WRITEMAP,
+ * tried and not taken: bench/README.md, History):
  * a transaction shaped like a group commit of one request (account read-modify-write, one usage
  * row, one day-total read-modify-write), synchronous or awaited, with and without noSync.
  *
@@ -66,15 +67,15 @@ async function measure(label: string, options: Record<string, unknown>, syncAfte
 }
 
 console.log(`lmdb commit cost, ${N} commits each, data in ${tmpdir()}`);
-// The server's commits write their pages into the memory map (WRITEMAP, src/store/lmdb/open.ts);
-// the lines without it are how the pages were written before (pwrite).
-await measure('noSync, WRITEMAP (storage.fsync "interval")', { noSync: true, useWritemap: true });
-await measure('noSync, pwrite (before WRITEMAP)', { noSync: true });
+// The server writes its pages with pwrite; WRITEMAP (pages written in the memory map) was tried
+// and not taken (bench/README.md, History). The first pair warms up.
+await measure('noSync, WRITEMAP', { noSync: true, useWritemap: true });
+await measure('noSync, pwrite (storage.fsync "interval")', { noSync: true });
 await measure('noSync, WRITEMAP', { noSync: true, useWritemap: true });
 await measure('noSync, pwrite', { noSync: true });
-await measure('noSync + env sync after each, WRITEMAP (storage.fsync "commit")', { noSync: true, useWritemap: true }, true);
+await measure('noSync + env sync after each, WRITEMAP', { noSync: true, useWritemap: true }, true);
 await measure('default sync (fsync in every commit)', {});
-await measure('noSync + env sync after each, pwrite ("commit" before WRITEMAP)', { noSync: true }, true);
+await measure('noSync + env sync after each, pwrite (storage.fsync "commit")', { noSync: true }, true);
 await measure('sync + env sync after each ("commit" before: two fsyncs)', { overlappingSync: false }, true);
 await measure('noSync, the three rows in one database', { noSync: true }, false, 'one');
 await measure('noSync, the usage row alone', { noSync: true }, false, 'usage-only');

@@ -15,16 +15,6 @@
  * store while `tollgate serve` commits, and a replaced cluster worker does the same, so without
  * this fix they could lose each other's changes (bench/lmdb-multiprocess.ts shows it).
  *
- * The second change is the store's own, for commits written straight into the memory map
- * (WRITEMAP, src/store/lmdb/open.ts): a process mapping the data file with WRITEMAP sets the
- * file's length to its map's size, and lmdb-js opens with a map just the size of the committed
- * data, so a process opening the store (a `keys` command, a new worker) cut the file short while
- * another was writing new pages past that point, and the writer then committed pages of zeros
- * ("index points to a 00 page", MDB_CORRUPTED: test/cli-concurrent-writes.test.ts shows it). Now
- * the file only ever grows: by fallocate() of its last byte, which extends it in one step and
- * never shortens it nor changes a byte already there; where the filesystem cannot, by ftruncate()
- * only when it is shorter.
- *
  * The result is node_modules/lmdb/build/Release/lmdb.node, which lmdb-js loads in preference to
  * its prebuilt binaries, and a stamp beside it (with the binding's SHA-256) that the store checks
  * before it opens anything (src/store/binding.ts). Needs what node-gyp needs: python3, make, a
@@ -49,36 +39,9 @@ import { parseArgs } from 'node:util';
 
 const LMDB_VERSION = '3.5.6';
 const SOURCE = 'dependencies/lmdb/libraries/liblmdb/mdb.c';
-/** What the stamp names: the binding holds both changes (src/store/binding.ts checks it). */
-const FIXES = 'ITS#9496, WRITEMAP file only grows';
-/** Each change: where, the source before it and after it. */
-const PATCHES = [
-  {
-    name: 'ITS#9496 (the end of mdb_env_open2)',
-    before: '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n',
-    after: '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (prev && env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n',
-  },
-  {
-    name: 'the WRITEMAP file only grows (mdb_env_map)',
-    before: '\tif (flags & MDB_WRITEMAP) {\n\t\tif (!(flags & MDB_RAWPART) && ftruncate(env->me_fd, env->me_mapsize) < 0)\n\t\t\treturn ErrCode();\n\t}\n',
-    after: [
-      '\tif (flags & MDB_WRITEMAP) {',
-      '\t\t/* Grow the file to the map, never shorten it: another process may be writing',
-      '\t\t * pages past this one\'s map. fallocate() of the last byte extends the file in one',
-      '\t\t * step and never shortens it; where the filesystem cannot, extend it if shorter. */',
-      '\t\tif (!(flags & MDB_RAWPART) && env->me_mapsize > 0 &&',
-      '\t\t\tfallocate(env->me_fd, 0, env->me_mapsize - 1, 1) != 0) {',
-      '\t\t\tstruct stat st;',
-      '\t\t\tif (fstat(env->me_fd, &st) < 0)',
-      '\t\t\t\treturn ErrCode();',
-      '\t\t\tif ((mdb_size_t) st.st_size < env->me_mapsize && ftruncate(env->me_fd, env->me_mapsize) < 0)',
-      '\t\t\t\treturn ErrCode();',
-      '\t\t}',
-      '\t}',
-      '',
-    ].join('\n'),
-  },
-];
+// The end of mdb_env_open2(), before and after the fix.
+const UNFIXED = '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n';
+const FIXED = '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (prev && env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n';
 const BINDING = 'build/Release/lmdb.node';
 const STAMP = 'build/Release/tollgate-lmdb-fix.json';
 // What node-gyp needs from lmdb's package to build the binding.
@@ -104,21 +67,22 @@ if (pkg.version !== LMDB_VERSION) {
 }
 
 const sourcePath = join(lmdbDir, SOURCE);
-let source = readFileSync(sourcePath, 'utf8');
+const source = readFileSync(sourcePath, 'utf8');
 const occurrences = (text) => source.split(text).length - 1;
-for (const patch of PATCHES) {
-  if (occurrences(patch.after) === 1 && occurrences(patch.before) === 0) continue; // an earlier run, or `npm rebuild`
-  if (occurrences(patch.before) !== 1) fail(`${SOURCE} does not contain the expected source for ${patch.name}; not building.`);
-  source = source.replace(patch.before, patch.after);
+if (occurrences(FIXED) === 1 && occurrences(UNFIXED) === 0) {
+  // Already fixed: an earlier run, or `npm rebuild`.
+} else if (occurrences(UNFIXED) === 1) {
+  writeFileSync(sourcePath, source.replace(UNFIXED, FIXED));
+} else {
+  fail(`${SOURCE} does not contain the expected end of mdb_env_open2(); not building.`);
 }
-writeFileSync(sourcePath, source);
 const sourceHash = sha256(sourcePath);
 const target = spawnSync(targetNode, ['-p', 'JSON.stringify({ node: process.version, modules: process.versions.modules })'], { encoding: 'utf8' });
 if (target.status !== 0) fail(`cannot run ${targetNode}`);
 const { node: targetVersion, modules: targetModules } = JSON.parse(target.stdout);
 
 if (!inPlace && upToDate()) {
-  console.log(`build-lmdb: ${join(outDir, BINDING)} is up to date (lmdb ${LMDB_VERSION} with ${FIXES}, Node.js ${targetVersion})`);
+  console.log(`build-lmdb: ${join(outDir, BINDING)} is up to date (lmdb ${LMDB_VERSION} with the ITS#9496 fix, Node.js ${targetVersion})`);
   process.exit(0);
 }
 
@@ -167,9 +131,9 @@ if (process.platform === 'linux' && check.stdout !== 'built') {
   fail(`lmdb-js did not load the binding just built (${check.stdout || check.stderr.trim()})`);
 }
 
-const stamp = { lmdb: LMDB_VERSION, fix: FIXES, sourceSha256: sourceHash, node: targetVersion, nodeModules: targetModules, bindingSha256: sha256(join(outDir, BINDING)) };
+const stamp = { lmdb: LMDB_VERSION, fix: 'ITS#9496', sourceSha256: sourceHash, node: targetVersion, nodeModules: targetModules, bindingSha256: sha256(join(outDir, BINDING)) };
 writeFileSync(join(outDir, STAMP), `${JSON.stringify(stamp, null, 2)}\n`);
-console.log(`build-lmdb: built lmdb ${LMDB_VERSION}'s binding with ${FIXES} for Node.js ${targetVersion} in ${((Date.now() - started) / 1000).toFixed(1)} s${inPlace ? '' : ` (${join(outDir, BINDING)})`}`);
+console.log(`build-lmdb: built lmdb ${LMDB_VERSION}'s binding with the ITS#9496 fix for Node.js ${targetVersion} in ${((Date.now() - started) / 1000).toFixed(1)} s${inPlace ? '' : ` (${join(outDir, BINDING)})`}`);
 
 /** The build in outDir is of this source, for this Node.js, and its binding is the one stamped. */
 function upToDate() {

@@ -4,7 +4,7 @@ import type { Config } from '../config/types.js';
 import { nextRequestId } from '../http/request-id.js';
 import { IssuerError, type Naming } from '../issuer/errors.js';
 import { errorText, log } from '../log.js';
-import { StoreUnavailableError, type GatewayStore } from '../domain/interfaces.js';
+import type { GatewayStore } from '../domain/interfaces.js';
 import { findAdminRoute, readJsonBody } from './api.js';
 import { serveHealthz, serveReadyz, type Readiness } from './health.js';
 
@@ -103,7 +103,6 @@ export function createAdminServer(o: AdminOptions): Server {
       send(res, answer.status, requestId, JSON.stringify(answer.json));
     } catch (err) {
       if (err instanceof IssuerError) return sendError(res, err.status, requestId, err.code, err.messageFor(naming), err.field);
-      if (err instanceof StoreUnavailableError) return sendError(res, 503, requestId, 'store_unavailable', err.message, null, 'api_error');
       throw err;
     }
   }

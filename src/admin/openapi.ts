@@ -48,7 +48,7 @@ export const OPENAPI = {
     '/admin/v1/openapi.json': { get: { operationId: 'openapi', summary: 'This document', responses: { ...ok('The OpenAPI document', { type: 'object', required: ['openapi', 'paths'] }), ...errors(401) } } },
     '/admin/v1/keys': {
       get: { operationId: 'listKeys', summary: 'keys list', responses: { ...ok('Every key, oldest first', { type: 'array', items: ref('Key') }), ...errors(401) } },
-      post: { operationId: 'createKey', summary: 'keys create', requestBody: body(ref('CreateKey')), responses: { ...ok('The new key, with its secret (shown this once)', ref('NewKey'), '201'), ...errors(400, 401, 503) } },
+      post: { operationId: 'createKey', summary: 'keys create', requestBody: body(ref('CreateKey')), responses: { ...ok('The new key, with its secret (shown this once)', ref('NewKey'), '201'), ...errors(400, 401) } },
     },
     '/admin/v1/keys/lookup': {
       post: { operationId: 'lookupKey', summary: 'keys show with a full key (by its hash; the key stays out of URLs and logs)', requestBody: body(ref('Lookup')), responses: { ...ok('The key', ref('Key')), ...errors(400, 401, 404) } },
@@ -56,13 +56,13 @@ export const OPENAPI = {
     '/admin/v1/keys/{ref}': {
       parameters: [keyRef],
       get: { operationId: 'showKey', summary: 'keys show', responses: { ...ok('The key', ref('Key')), ...errors(400, 401, 404) } },
-      patch: { operationId: 'setKey', summary: 'keys set: models (null: all models), rpm (null: no limit), concurrency (null: no limit), name', requestBody: body(ref('SetKey')), responses: { ...ok('The key as changed', ref('Key')), ...errors(400, 401, 404, 503) } },
+      patch: { operationId: 'setKey', summary: 'keys set: models (null: all models), rpm (null: no limit), concurrency (null: no limit), name', requestBody: body(ref('SetKey')), responses: { ...ok('The key as changed', ref('Key')), ...errors(400, 401, 404) } },
     },
-    '/admin/v1/keys/{ref}/suspend': { parameters: [keyRef], post: { operationId: 'suspendKey', summary: 'keys suspend', responses: { ...ok('The key', ref('Key')), ...errors(400, 401, 404, 503) } } },
-    '/admin/v1/keys/{ref}/resume': { parameters: [keyRef], post: { operationId: 'resumeKey', summary: 'keys resume', responses: { ...ok('The key', ref('Key')), ...errors(400, 401, 404, 503) } } },
-    '/admin/v1/keys/{ref}/topup': { parameters: [keyRef], post: { operationId: 'topUpKey', summary: 'keys topup', requestBody: body(ref('TopUp')), responses: { ...ok('The key with its new balance or budget', ref('Key')), ...errors(400, 401, 404, 503) } } },
-    '/admin/v1/keys/{ref}/extend': { parameters: [keyRef], post: { operationId: 'extendKey', summary: 'keys extend', requestBody: body(ref('Extend')), responses: { ...ok('The key', ref('Key')), ...errors(400, 401, 404, 503) } } },
-    '/admin/v1/keys/{ref}/rotate': { parameters: [keyRef], post: { operationId: 'rotateKey', summary: 'keys rotate: a new key with its own id, drawing on the same balance or budget', responses: { ...ok('The new key, with its secret', ref('NewKey'), '201'), ...errors(400, 401, 404, 503) } } },
+    '/admin/v1/keys/{ref}/suspend': { parameters: [keyRef], post: { operationId: 'suspendKey', summary: 'keys suspend', responses: { ...ok('The key', ref('Key')), ...errors(400, 401, 404) } } },
+    '/admin/v1/keys/{ref}/resume': { parameters: [keyRef], post: { operationId: 'resumeKey', summary: 'keys resume', responses: { ...ok('The key', ref('Key')), ...errors(400, 401, 404) } } },
+    '/admin/v1/keys/{ref}/topup': { parameters: [keyRef], post: { operationId: 'topUpKey', summary: 'keys topup', requestBody: body(ref('TopUp')), responses: { ...ok('The key with its new balance or budget', ref('Key')), ...errors(400, 401, 404) } } },
+    '/admin/v1/keys/{ref}/extend': { parameters: [keyRef], post: { operationId: 'extendKey', summary: 'keys extend', requestBody: body(ref('Extend')), responses: { ...ok('The key', ref('Key')), ...errors(400, 401, 404) } } },
+    '/admin/v1/keys/{ref}/rotate': { parameters: [keyRef], post: { operationId: 'rotateKey', summary: 'keys rotate: a new key with its own id, drawing on the same balance or budget', responses: { ...ok('The new key, with its secret', ref('NewKey'), '201'), ...errors(400, 401, 404) } } },
     '/admin/v1/keys/{ref}/usage': {
       parameters: [keyRef],
       get: {
@@ -87,8 +87,8 @@ export const OPENAPI = {
       },
     },
     '/admin/v1/models': { get: { operationId: 'listModels', summary: 'models list', responses: { ...ok('The catalogue', { type: 'array', items: ref('Model') }), ...errors(401) } } },
-    '/admin/v1/models/{id}/enable': { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], post: { operationId: 'enableModel', summary: 'models enable', responses: { ...ok('The model', ref('Model')), ...errors(401, 404, 503) } } },
-    '/admin/v1/models/{id}/disable': { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], post: { operationId: 'disableModel', summary: 'models disable', responses: { ...ok('The model', ref('Model')), ...errors(401, 404, 503) } } },
+    '/admin/v1/models/{id}/enable': { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], post: { operationId: 'enableModel', summary: 'models enable', responses: { ...ok('The model', ref('Model')), ...errors(401, 404) } } },
+    '/admin/v1/models/{id}/disable': { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], post: { operationId: 'disableModel', summary: 'models disable', responses: { ...ok('The model', ref('Model')), ...errors(401, 404) } } },
     '/admin/v1/audit': {
       get: {
         operationId: 'audit', summary: 'The audit trail, oldest first',
@@ -103,7 +103,6 @@ export const OPENAPI = {
       E400: { description: 'Invalid request: `code` says what (missing_field, invalid_field, conflicting_fields, unknown_field, invalid_json, unknown_model, invalid_key_ref, ambiguous_key_ref, wrong_key_mode; invalid_key_ref also for a full key anywhere in the URL) and `param` names the field', content: json(ref('Error')) },
       E401: { description: 'invalid_admin_token: no token, a wrong one, or none configured', content: json(ref('Error')) },
       E404: { description: 'key_not_found, unknown_model or unknown_endpoint', content: json(ref('Error')) },
-      E503: { description: 'store_unavailable: the store cannot take the change now (on LMDB, under 64 MiB free on the data directory\'s filesystem); `message` says what is free', content: json(ref('Error')) },
     },
     schemas: {
       Error: {

@@ -158,12 +158,6 @@ export interface UsageStore {
   deleteResponsesBefore?(before: number, limit: number, from: ResponseCursor | null): Promise<{ deleted: number; next: ResponseCursor | null }>;
 }
 
-/**
- * A change the store cannot take now and says why (the LMDB store under its free-space floor):
- * the command line prints the message, the admin API answers 503 `store_unavailable` with it.
- */
-export class StoreUnavailableError extends Error {}
-
 /** Every part of a store, and its lifecycle. */
 export interface GatewayStore extends Admission, Ledger, IssuerStore, UsageStore {
   /** `lmdb` or `redis`: for logs and error messages only, never for a rule. */

@@ -24,8 +24,6 @@ export class LmdbBindingError extends Error {}
 
 const BUILD = join('build', 'Release');
 const STAMP = 'tollgate-lmdb-fix.json';
-/** The changes the binding must be built with (scripts/build-lmdb.mjs names them in its stamp). */
-const FIXES = 'ITS#9496, WRITEMAP file only grows';
 const REBUILD = 'run `npm run build:lmdb` (or `npm ci`)';
 
 interface Stamp { fix?: string; nodeModules?: string; bindingSha256?: string }
@@ -70,8 +68,8 @@ function assertEmbeddedBinding(): void {
 }
 
 function assertStampFits(stamp: Stamp, remedy: string): void {
-  if (stamp.fix !== FIXES || !stamp.bindingSha256) {
-    throw new LmdbBindingError(`the LMDB binding's stamp does not name the multi-process fixes (${FIXES}) and the binding's SHA-256; ${remedy}`);
+  if (stamp.fix !== 'ITS#9496' || !stamp.bindingSha256) {
+    throw new LmdbBindingError(`the LMDB binding's stamp does not name the multi-process fix and the binding's SHA-256; ${remedy}`);
   }
   if (stamp.nodeModules !== process.versions.modules) {
     throw new LmdbBindingError(`the LMDB binding was built for another Node.js (module version ${stamp.nodeModules}, this is ${process.versions.modules}); ${remedy}`);

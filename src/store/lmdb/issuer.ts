@@ -32,7 +32,6 @@ export class LmdbIssuer extends LmdbEnvironment {
    * lmdb-js's asynchronous write thread.
    */
   protected async writeNow<T>(change: () => T): Promise<T> {
-    this.assertFreeSpace();
     return this.root.transactionSync(() => this.auditedResult(change()));
   }
 

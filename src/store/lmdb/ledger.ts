@@ -156,18 +156,14 @@ export class LmdbLedger extends LmdbUsage {
     const admitted: Array<[Refusal | null, number]> = [];
     const held: Array<Refusal | null> = [];
     let failure: unknown = null;
-    // Below the free-space floor (open.ts) the calls in flight settle, and no new one is let in.
-    const refuseNew = this.diskLow;
     try {
       this.root.transactionSync(() => {
         const accounts = new AccountCache(this.accounts);
         this.applyRecords(records, accounts);
         for (const [key, callId] of releases) this.endCall(key.id, callId, accounts);
-        if (!refuseNew) {
-          this.countRequests(admits, admitted);
-          this.holdOnAdmission(admits, admitted, holds, accounts);
-          this.placeHolds(holds, accounts, held);
-        }
+        this.countRequests(admits, admitted);
+        this.holdOnAdmission(admits, admitted, holds, accounts);
+        this.placeHolds(holds, accounts, held);
         accounts.writeBack();
         if (this.heartbeatDue && this.owner !== null) {
           this.heartbeatDue = false;
@@ -185,14 +181,13 @@ export class LmdbLedger extends LmdbUsage {
       for (const r of releases) this.retries.add(r, r[1]);
     }
     // Fail closed: when the commit failed, nothing is admitted and nothing is forwarded.
-    const decided = failure === null && !refuseNew;
     for (let i = 0; i < admits.length; i++) {
       // A call whose hold was queued with its admission is told by its hold, below.
       if (admitted[i] === HANDED_TO_HOLD) continue;
-      const [refusal, retryAfter] = decided ? admitted[i]! : ['store_unavailable' as const, 0];
+      const [refusal, retryAfter] = failure === null ? admitted[i]! : ['store_unavailable' as const, 0];
       tell(admits[i]![3], refusal, retryAfter);
     }
-    for (let i = 0; i < holds.length; i++) tell(holds[i]![3], decided ? held[i]! : 'store_unavailable', decided && held[i] === null ? holds[i]![4] : null);
+    for (let i = 0; i < holds.length; i++) tell(holds[i]![3], failure === null ? held[i]! : 'store_unavailable', failure === null && held[i] === null ? holds[i]![4] : null);
     if (records.length === 0) return;
     if (failure === null && this.fsync === 'commit' && !this.syncedCommits) {
       // One asynchronous flush (lmdb-js's worker thread) for the whole group, then the answers.

@@ -18,9 +18,9 @@ export class LmdbLiveness extends LmdbLedger {
 
   /**
    * Makes this process the owner of the calls it forwards: registers it with a heartbeat
-   * (every HEARTBEAT_MS, in the group commit, with a look at the free space: open.ts), settles
-   * at once every call left in flight by a process that is gone (a previous run killed with -9,
-   * a cluster worker that died), and keeps looking every SWEEP_MS. A process is gone when its heartbeat is older than
+   * (every HEARTBEAT_MS, in the group commit), settles at once every call left in flight by a
+   * process that is gone (a previous run killed with -9, a cluster worker that died), and
+   * keeps looking every SWEEP_MS. A process is gone when its heartbeat is older than
    * OWNER_STALE_MS, or, at once, when it is proven gone (same boot, same PID namespace, and its
    * pid gone or reused: store/instance.ts).
    */
@@ -28,11 +28,9 @@ export class LmdbLiveness extends LmdbLedger {
     if (this.owner !== null) return Promise.resolve();
     this.owner = newInstanceId();
     this.proof = proofText(ownProof());
-    this.checkFreeSpace();
     this.root.transactionSync(() => this.processes.put(this.owner!, processToRow(Date.now(), this.proof)));
     this.settleOrphans(Date.now());
     const beat = setInterval(() => {
-      this.checkFreeSpace();
       this.heartbeatDue = true;
       this.schedule();
     }, HEARTBEAT_MS);

@@ -3,7 +3,6 @@ import { dirname, resolve } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { log } from '../../log.js';
 import { assertFixedLmdbBinding } from '../binding.js';
-import { FREE_SPACE_FLOOR, freeBytesOf, freeSpaceRefusal, mib } from './free-space.js';
 import type { AccountRow, CallRow, DailyRow, KeyRow, ProcessRow, RateRow, ResponseRow, UsageRow } from '../rows.js';
 
 /**
@@ -18,8 +17,6 @@ export type FsyncMode = 'interval' | 'commit';
 export interface StoreOptions {
   fsync?: FsyncMode;
   fsyncIntervalMs?: number;
-  /** Bytes still free on the data directory's filesystem (default: statfs; tests pass their own). */
-  freeBytes?: (dataDir: string) => number;
 }
 
 /** The environment and its named databases, in the order LmdbEnvironment's constructor takes them. */
@@ -57,16 +54,7 @@ export function openEnvironment(dataDir: string, options: StoreOptions): LmdbDat
   // the flush after it was a second sync (1.9–3.0 ms until flushed); unsynced, then flushed:
   // 65–88 µs blocked, 0.9–1.3 ms until flushed. Other processes (the CLI, the demo) keep the
   // synced commit: on disk when the command returns.
-  //
-  // Commits write their pages straight into the memory map (WRITEMAP) instead of copying them
-  // out with pwrite: a call's two commits cost 9.6–10.8 µs of CPU instead of 23.3–25.5, most of
-  // the difference the kernel's copy (bench/lmdb-commit.ts). LMDB asks that every process of an
-  // environment agree on it, and lmdb-js then runs a nested transactionSync inside its parent,
-  // which this store never aborts on its own. A process opening the environment this way sets the
-  // file's length to its map's; the binding scripts/build-lmdb.mjs builds only ever lengthens it.
-  // The price: a write to a page that a full filesystem cannot back stops the process (SIGBUS),
-  // so free-space.ts keeps a floor.
-  const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync !== undefined, overlappingSync: false, useWritemap: true });
+  const root = open({ path: dataDir, maxDbs: 16, noSync: options.fsync !== undefined, overlappingSync: false });
   return [
     root,
     root.openDB({ name: 'keys' }),
@@ -93,17 +81,8 @@ export class LmdbEnvironment {
   /** Commits are synced inside their transaction (opened without noSync: see open()). */
   protected readonly syncedCommits: boolean;
 
-  /** Below FREE_SPACE_FLOOR at the last look (checkFreeSpace): no new call is admitted. */
-  protected diskLow = false;
-
-  /** The last look at the free space failed (logged once until one succeeds). */
-  protected freeSpaceUnknown = false;
-
-  protected readonly freeBytes: (dataDir: string) => number;
-
   protected constructor(
     options: StoreOptions,
-    protected readonly dataDir: string,
     protected readonly root: RootDatabase,
     /** sha256(secret) → KeyRow */
     protected readonly keys: Database<KeyRow, string>,
@@ -125,7 +104,6 @@ export class LmdbEnvironment {
     /** [account id, response id] → ResponseRow: who made each stored response (deleted by the retention sweep) */
     protected readonly responses: Database<ResponseRow, [string, string]>,
   ) {
-    this.freeBytes = options.freeBytes ?? freeBytesOf;
     this.fsync = options.fsync ?? 'commit';
     this.syncedCommits = options.fsync === undefined;
     if (this.fsync === 'interval') {
@@ -139,42 +117,8 @@ export class LmdbEnvironment {
     (this.root as unknown as { sync(cb: (err: unknown) => void): void }).sync(done);
   }
 
-  /**
-   * Looks at the free space of the data directory's filesystem (a serving process, every
-   * second): below FREE_SPACE_FLOOR no new call is admitted, logged once when it falls below
-   * and once when it is back. A filesystem that cannot say keeps the last verdict.
-   */
-  protected checkFreeSpace(): void {
-    let free: number;
-    try {
-      free = this.freeBytes(this.dataDir);
-    } catch (err) {
-      if (!this.freeSpaceUnknown) log('error', 'store_free_space_unknown', { error: String(err) });
-      this.freeSpaceUnknown = true;
-      return;
-    }
-    this.freeSpaceUnknown = false;
-    const low = free < FREE_SPACE_FLOOR;
-    if (low === this.diskLow) return;
-    this.diskLow = low;
-    if (low) log('error', 'store_disk_low', { freeMiB: Number(mib(free)), floorMiB: Number(mib(FREE_SPACE_FLOOR)) });
-    else log('info', 'store_disk_ok', { freeMiB: Number(mib(free)) });
-  }
-
-  /** An issuer change is refused below the floor: its commit could need a page the filesystem cannot back. */
-  protected assertFreeSpace(): void {
-    let free: number;
-    try {
-      free = this.freeBytes(this.dataDir);
-    } catch {
-      return; // a filesystem that cannot say: the change goes ahead, as before the floor
-    }
-    if (free < FREE_SPACE_FLOOR) throw freeSpaceRefusal(this.dataDir, free);
-  }
-
-  /** For /readyz: the environment answers a read, and has the free space to admit calls. */
+  /** For /readyz: the environment answers a read. */
   answers(): boolean {
-    if (this.diskLow) return false;
     try {
       this.keyIds.get('');
       return true;

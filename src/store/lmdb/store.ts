@@ -24,7 +24,7 @@ export class Store extends LmdbAdmission implements GatewayStore {
    * CLI) uses the default, `commit`, so every issuer change is on disk when the command returns.
    */
   static open(dataDir: string, options: StoreOptions = {}): Store {
-    return new Store(options, dataDir, ...openEnvironment(dataDir, options));
+    return new Store(options, ...openEnvironment(dataDir, options));
   }
 
 
