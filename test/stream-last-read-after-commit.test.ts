@@ -6,16 +6,18 @@
  * socket are watched where they are made, and the store's word that the record is committed is
  * held back until the test has looked at them.
  */
-import { mkdtempSync } from 'node:fs';
-import type { Socket } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { displayPrefix, generateKey, hashKey } from '../src/auth/keys.js';
+import { compileConfig } from '../src/config/load.js';
 import type { CommitListener } from '../src/domain/interfaces.js';
+import { createGateway } from '../src/server.js';
 import { Store } from '../src/store/lmdb/store.js';
 import { startMockProvider } from './fixtures/mock-provider.js';
-import { gatewayInProcess } from './helpers/harness.js';
+import { defaultConfig } from './helpers/harness.js';
 import { open, postBytes, readUntil } from './helpers/raw-http.js';
 
 type WriteFn = (chunk: Buffer | string, encoding: BufferEncoding, cb: (err?: Error | null) => void) => void;
@@ -59,9 +61,16 @@ async function heldCommits(t: Tap.Test): Promise<{ port: number; secret: string;
       committed();
     } } satisfies CommitListener, settles, response);
 
-  const { gateway, port } = await gatewayInProcess(t, store, mock, dir);
+  const gateway = createGateway(compileConfig(defaultConfig(mock.url), null), store, { env: { OPENAI_API_KEY: 'sk-test', ANTHROPIC_API_KEY: 'sk-ant' } });
   const writes = watchClientWrites(gateway.server);
-  return { port, secret, key, store, writes, recordCommitted, release: () => tell!() };
+  await new Promise<void>((resolve) => gateway.server.listen(0, '127.0.0.1', resolve));
+  t.teardown(async () => {
+    await gateway.close(100);
+    await store.close();
+    await mock.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { port: (gateway.server.address() as AddressInfo).port, secret, key, store, writes, recordCommitted, release: () => tell!() };
 }
 
 function streamBody(mock: Record<string, unknown>): string {

@@ -7,12 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import type { Test } from 'tap';
-import { compileConfig } from '../../src/config/load.js';
-import type { GatewayStore } from '../../src/domain/interfaces.js';
-import { createGateway, type Gateway } from '../../src/server.js';
 import { startMockProvider, type MockProvider } from '../fixtures/mock-provider.js';
 import { startRedis, type RedisServer } from './redis.js';
 
@@ -304,21 +299,4 @@ export async function rejectionOf(t: { fail(message: string): unknown }, p: Prom
   }
   t.fail('the call was expected to fail');
   return undefined;
-}
-
-/**
- * A gateway in this process on `store`, forwarding to `mock` with the default config, listening on
- * a free port of 127.0.0.1; at the test's end it closes, then the store and the mock, and `dir`
- * is removed.
- */
-export async function gatewayInProcess(t: Test, store: GatewayStore, mock: MockProvider, dir: string): Promise<{ gateway: Gateway; port: number }> {
-  const gateway = createGateway(compileConfig(defaultConfig(mock.url), null), store, { env: { OPENAI_API_KEY: 'sk-test', ANTHROPIC_API_KEY: 'sk-ant' } });
-  await new Promise<void>((resolve) => gateway.server.listen(0, '127.0.0.1', resolve));
-  t.teardown(async () => {
-    await gateway.close(100);
-    await store.close();
-    await mock.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { gateway, port: (gateway.server.address() as AddressInfo).port };
 }
