@@ -17,6 +17,11 @@ const N = Number(process.env.BENCH_COMMITS || 5000);
 /** How the rows are laid out: three named databases as in src/store/lmdb/open.ts, all in one, or the usage row alone. */
 type Shape = 'three' | 'one' | 'usage-only';
 
+/** A settlement's usage row, as the store writes one. */
+function putUsageRow(usage: { put(key: unknown, value: unknown): unknown }, i: number): void {
+  usage.put(['key', Date.now(), `req_${i}`], [Date.now(), `req_${i}`, 'chat', 'gpt-4o-mini', 0, 200, 11, 7, 0, 0, 0, 5850, 18, null, 0, 0]);
+}
+
 async function measure(label: string, options: Record<string, unknown>, syncAfter = false, shape: Shape = 'three'): Promise<void> {
   const path = join(tmpdir(), `tollgate-lmdb-commit-${process.pid}-${Math.random().toString(36).slice(2)}`);
   const root = open({ path, maxDbs: 8, ...options });
@@ -30,7 +35,7 @@ async function measure(label: string, options: Record<string, unknown>, syncAfte
       a[1]! -= 5850;
       accounts.put('acct', a);
     }
-    usage.put(['key', Date.now(), `req_${i}`], [Date.now(), `req_${i}`, 'chat', 'gpt-4o-mini', 0, 200, 11, 7, 0, 0, 0, 5850, 18, null, 0, 0]);
+    putUsageRow(usage, i);
     if (shape === 'usage-only') return;
     const d = (daily.get(['day', 'key', '2026-11-22', 'gpt-4o-mini']) as number[] | undefined) ?? [0, 0, 0];
     daily.put(['day', 'key', '2026-11-22', 'gpt-4o-mini'], [d[0]! + 1, d[1]! + 5850, d[2]! + 18]);
@@ -106,7 +111,7 @@ function callCommits(writemap: boolean, calls: number): { user: number; system: 
       a[2]! -= 5000;
       accounts!.put('acct', a);
       inFlight!.remove(['key', `call_${i}`]);
-      usage!.put(['key', Date.now(), `req_${i}`], [Date.now(), `req_${i}`, 'chat', 'gpt-4o-mini', 0, 200, 11, 7, 0, 0, 0, 5850, 18, null, 0, 0]);
+      putUsageRow(usage!, i);
       const d = (daily!.get(['key', '2026-11-22', 'gpt-4o-mini']) as number[] | undefined) ?? [0, 0, 0];
       daily!.put(['key', '2026-11-22', 'gpt-4o-mini'], [d[0]! + 1, d[1]! + 5850, d[2]! + 18]);
     });
