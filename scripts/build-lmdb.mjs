@@ -28,6 +28,11 @@
  * which the store accepts only for a directory whose stamp matches its binding); the single
  * binary embeds it (scripts/build-binary.mjs). A build whose stamp still matches the source,
  * the Node.js and the binding is kept, not redone.
+ *
+ * Only lmdb 3.5.6's own mdb.c with the fix and nothing else is built (its SHA-256 is pinned): a
+ * copy changed by hand or by an earlier build of other changes is refused, with how to get the
+ * package's own back. `--lmdb DIR` builds from that copy of lmdb's package instead of the
+ * installed one.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -42,14 +47,16 @@ const SOURCE = 'dependencies/lmdb/libraries/liblmdb/mdb.c';
 // The end of mdb_env_open2(), before and after the fix.
 const UNFIXED = '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n';
 const FIXED = '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (prev && env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n';
+/** SHA-256 of lmdb 3.5.6's mdb.c with FIXED in place of UNFIXED, and no other change. */
+const FIXED_SOURCE_SHA256 = '0cd3b523172ec1e4974b1e81d5dbeb5156c8b528ad2e3bed4f34e05713103967';
 const BINDING = 'build/Release/lmdb.node';
 const STAMP = 'build/Release/tollgate-lmdb-fix.json';
 // What node-gyp needs from lmdb's package to build the binding.
 const BUILD_INPUTS = ['binding.gyp', 'src', 'dependencies'];
 
-const { values: options } = parseArgs({ options: { node: { type: 'string' }, nodedir: { type: 'string' }, out: { type: 'string' } } });
+const { values: options } = parseArgs({ options: { node: { type: 'string' }, nodedir: { type: 'string' }, out: { type: 'string' }, lmdb: { type: 'string' } } });
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const lmdbDir = lmdbPackageDir();
+const lmdbDir = options.lmdb ? resolve(options.lmdb) : lmdbPackageDir();
 const targetNode = options.node ? resolve(options.node) : process.execPath;
 const outDir = options.out ? resolve(options.out) : lmdbDir;
 const inPlace = outDir === lmdbDir;
@@ -77,6 +84,9 @@ if (occurrences(FIXED) === 1 && occurrences(UNFIXED) === 0) {
   fail(`${SOURCE} does not contain the expected end of mdb_env_open2(); not building.`);
 }
 const sourceHash = sha256(sourcePath);
+if (sourceHash !== FIXED_SOURCE_SHA256) {
+  fail(`${sourcePath} is not lmdb ${LMDB_VERSION}'s own source with the ITS#9496 fix: it carries other changes (SHA-256 ${sourceHash}). Reinstall lmdb (\`npm ci\`) and run this again.`);
+}
 const target = spawnSync(targetNode, ['-p', 'JSON.stringify({ node: process.version, modules: process.versions.modules })'], { encoding: 'utf8' });
 if (target.status !== 0) fail(`cannot run ${targetNode}`);
 const { node: targetVersion, modules: targetModules } = JSON.parse(target.stdout);
@@ -98,7 +108,7 @@ const env = { ...process.env };
 delete env.npm_config_nodedir; // --nodedir below says which headers, for this Node.js
 if (!inPlace) {
   // binding.gyp asks `node -p "require('node-addon-api').include_dir"` from the build directory.
-  env.NODE_PATH = dirname(dirname(createRequire(join(lmdbDir, 'package.json')).resolve('node-addon-api/package.json')));
+  env.NODE_PATH = nodeAddonApiParent();
   mkdirSync(outDir, { recursive: true });
   for (const input of [...BUILD_INPUTS, 'build']) rmSync(join(outDir, input), { recursive: true, force: true });
   for (const input of BUILD_INPUTS) cpSync(join(lmdbDir, input), join(outDir, input), { recursive: true });
@@ -153,6 +163,18 @@ function lmdbPackageDir() {
     dir = dirname(dir);
   }
   return dir;
+}
+
+/** The directory holding node-addon-api: lmdb's own dependency, else this project's (for a copy of lmdb given by --lmdb). */
+function nodeAddonApiParent() {
+  for (const from of [join(lmdbDir, 'package.json'), fileURLToPath(import.meta.url)]) {
+    try {
+      return dirname(dirname(createRequire(from).resolve('node-addon-api/package.json')));
+    } catch {
+      // not found from there
+    }
+  }
+  fail('node-addon-api not found: run this through npm (`npm ci`), which installs it with lmdb.');
 }
 
 function resolveNodeGyp() {

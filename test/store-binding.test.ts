@@ -7,7 +7,8 @@
  * LMDB_PREBUILD only when the stamp beside it names it by its SHA-256.
  */
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +30,20 @@ t.test('the install built the fixed binding and lmdb-js loads it', async (t) => 
   await import('lmdb');
   const maps = readFileSync('/proc/self/maps', 'utf8');
   t.ok(maps.includes(join(bindingDir, 'build/Release/lmdb.node')), 'the binding loaded is the one built from source');
+});
+
+t.test('build-lmdb builds only lmdb\'s own source with the fix: an mdb.c changed otherwise is refused, and nothing is built', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-build-lmdb-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // A copy of the installed package (its source already fixed), with one more change to mdb.c.
+  const pkg = join(dir, 'lmdb');
+  for (const part of ['package.json', 'binding.gyp', 'src', 'dependencies']) cpSync(join(lmdbDir, part), join(pkg, part), { recursive: true });
+  appendFileSync(join(pkg, 'dependencies/lmdb/libraries/liblmdb/mdb.c'), '/* a change of its own */\n');
+  const out = join(dir, 'out');
+  const r = spawnSync(process.execPath, [join(root, 'scripts/build-lmdb.mjs'), '--lmdb', pkg, '--out', out], { encoding: 'utf8' });
+  t.equal(r.status, 1, 'exit 1');
+  t.match(r.stderr, /is not lmdb 3\.5\.6's own source with the ITS#9496 fix: it carries other changes \(SHA-256 [0-9a-f]{64}\)\. Reinstall lmdb \(`npm ci`\)/);
+  t.notOk(existsSync(join(out, 'build/Release/lmdb.node')), 'nothing built');
 });
 
 t.test('with the prebuilt binding, the CLI refuses to open the store', async (t) => {
