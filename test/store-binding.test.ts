@@ -4,7 +4,8 @@
  * install built it and lmdb-js loads it, and a process that would load lmdb-js's prebuilt
  * binding instead refuses to open the store, with one line saying how to fix it, and writes
  * nothing. A binding built elsewhere (for another Node.js, `npm run test:lts`) is used through
- * LMDB_PREBUILD only when the stamp beside it names it by its SHA-256.
+ * LMDB_PREBUILD only when the stamp beside it names it by its SHA-256. The build itself takes only
+ * lmdb's own source with the fix: an mdb.c changed otherwise is refused before anything is built.
  */
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
