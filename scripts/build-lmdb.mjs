@@ -44,6 +44,8 @@ import { parseArgs } from 'node:util';
 
 const LMDB_VERSION = '3.5.6';
 const SOURCE = 'dependencies/lmdb/libraries/liblmdb/mdb.c';
+/** The fix, as the stamp names it (src/store/binding.ts checks the name). */
+const FIX = 'ITS#9496';
 // The end of mdb_env_open2(), before and after the fix.
 const UNFIXED = '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n';
 const FIXED = '\tenv->me_maxpg = env->me_mapsize / env->me_psize;\n\n\tif (prev && env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;\n';
@@ -85,14 +87,14 @@ if (occurrences(FIXED) === 1 && occurrences(UNFIXED) === 0) {
 }
 const sourceHash = sha256(sourcePath);
 if (sourceHash !== FIXED_SOURCE_SHA256) {
-  fail(`${sourcePath} is not lmdb ${LMDB_VERSION}'s own source with the ITS#9496 fix: it carries other changes (SHA-256 ${sourceHash}). Reinstall lmdb (\`npm ci\`) and run this again.`);
+  fail(`${sourcePath} is not lmdb ${LMDB_VERSION}'s own source with the ${FIX} fix: it carries other changes (SHA-256 ${sourceHash}). Reinstall lmdb (\`npm ci\`) and run this again.`);
 }
 const target = spawnSync(targetNode, ['-p', 'JSON.stringify({ node: process.version, modules: process.versions.modules })'], { encoding: 'utf8' });
 if (target.status !== 0) fail(`cannot run ${targetNode}`);
 const { node: targetVersion, modules: targetModules } = JSON.parse(target.stdout);
 
 if (!inPlace && upToDate()) {
-  console.log(`build-lmdb: ${join(outDir, BINDING)} is up to date (lmdb ${LMDB_VERSION} with the ITS#9496 fix, Node.js ${targetVersion})`);
+  console.log(`build-lmdb: ${join(outDir, BINDING)} is up to date (lmdb ${LMDB_VERSION} with the ${FIX} fix, Node.js ${targetVersion})`);
   process.exit(0);
 }
 
@@ -141,9 +143,9 @@ if (process.platform === 'linux' && check.stdout !== 'built') {
   fail(`lmdb-js did not load the binding just built (${check.stdout || check.stderr.trim()})`);
 }
 
-const stamp = { lmdb: LMDB_VERSION, fix: 'ITS#9496', sourceSha256: sourceHash, node: targetVersion, nodeModules: targetModules, bindingSha256: sha256(join(outDir, BINDING)) };
+const stamp = { lmdb: LMDB_VERSION, fix: FIX, sourceSha256: sourceHash, node: targetVersion, nodeModules: targetModules, bindingSha256: sha256(join(outDir, BINDING)) };
 writeFileSync(join(outDir, STAMP), `${JSON.stringify(stamp, null, 2)}\n`);
-console.log(`build-lmdb: built lmdb ${LMDB_VERSION}'s binding with the ITS#9496 fix for Node.js ${targetVersion} in ${((Date.now() - started) / 1000).toFixed(1)} s${inPlace ? '' : ` (${join(outDir, BINDING)})`}`);
+console.log(`build-lmdb: built lmdb ${LMDB_VERSION}'s binding with the ${FIX} fix for Node.js ${targetVersion} in ${((Date.now() - started) / 1000).toFixed(1)} s${inPlace ? '' : ` (${join(outDir, BINDING)})`}`);
 
 /** The build in outDir is of this source, for this Node.js, and its binding is the one stamped. */
 function upToDate() {

@@ -20,10 +20,12 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const lmdbDir = realpathSync(fileURLToPath(new URL('../node_modules/lmdb/', import.meta.url)));
 /** Where this run's binding is: node_modules/lmdb, or LMDB_PREBUILD's directory (`npm run test:lts`). */
 const bindingDir = process.env.LMDB_PREBUILD ? realpathSync(process.env.LMDB_PREBUILD) : lmdbDir;
+/** LMDB's source inside lmdb's package. */
+const MDB_C = 'dependencies/lmdb/libraries/liblmdb/mdb.c';
 const sha256 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 t.test('the install built the fixed binding and lmdb-js loads it', async (t) => {
-  const source = readFileSync(join(bindingDir, 'dependencies/lmdb/libraries/liblmdb/mdb.c'), 'utf8');
+  const source = readFileSync(join(bindingDir, MDB_C), 'utf8');
   t.match(source, '\tif (prev && env->me_txns)\n\t\tenv->me_txns->mti_txnid = meta.mm_txnid;', 'mdb_env_open2 carries the fix');
   const stamp = JSON.parse(readFileSync(join(bindingDir, 'build/Release/tollgate-lmdb-fix.json'), 'utf8'));
   t.equal(stamp.nodeModules, process.versions.modules, 'built for this Node.js');
@@ -39,7 +41,7 @@ t.test('build-lmdb builds only lmdb\'s own source with the fix: an mdb.c changed
   // A copy of the installed package (its source already fixed), with one more change to mdb.c.
   const pkg = join(dir, 'lmdb');
   for (const part of ['package.json', 'binding.gyp', 'src', 'dependencies']) cpSync(join(lmdbDir, part), join(pkg, part), { recursive: true });
-  appendFileSync(join(pkg, 'dependencies/lmdb/libraries/liblmdb/mdb.c'), '/* a change of its own */\n');
+  appendFileSync(join(pkg, MDB_C), '/* a change of its own */\n');
   const out = join(dir, 'out');
   const r = spawnSync(process.execPath, [join(root, 'scripts/build-lmdb.mjs'), '--lmdb', pkg, '--out', out], { encoding: 'utf8' });
   t.equal(r.status, 1, 'exit 1');
