@@ -7,11 +7,12 @@
  *
  * - clientWrites: writes made by the client's socket (one write to the kernel each). A plain
  *   answer is held until its record is committed and sent whole: one write. A stream's writes are
- *   at most one per provider read (what a read brought is passed on as one write; a stream's
+ *   at most one per provider read (what a read brought leaves in one write; a stream's
  *   last read goes with the chunked body's end once the record is committed, but a stream that
  *   came whole in one read is written at once and ended after the commit) plus
- *   STREAM_EXTRA_WRITES per call; checked on the mock's stream in one write and on one of 20
- *   separate writes.
+ *   STREAM_EXTRA_WRITES per call; checked on the mock's stream in one write, on one of 20
+ *   separate writes, and on one of 20 chunks of the chunked encoding sent together (one read,
+ *   passed on chunk by chunk and still one write: Node corks the socket until the next tick).
  * - providerReads: reads made by the gateway's sockets to the provider.
  * - storeCalls: calls of the store's request-path methods (on both backends: admitHolding, record).
  * - transactions (LMDB): write transactions that carried calls' work; at c=1, one group commit
@@ -92,6 +93,8 @@ for (const backend of ['lmdb', 'redis'] as const) {
       ['stream', 'stream', chatCall(gw.key, true)],
       // The mock's 20 events written one by one, back to back: several reads, as many as the timing makes.
       ['stream of 20 separate writes', 'stream', chatCall(gw.key, true, { chunks: 20, separateWrites: true })],
+      // Each event its own chunk of the chunked encoding, all in one tick: one read, several chunks.
+      ['stream of 20 events in one read', 'stream', chatCall(gw.key, true, { chunks: 20, writePerEvent: true })],
     ] as const;
     for (const [kind, budgetKind, request] of kinds) {
       const { report, figures } = await measure(gw, clients, request, redis);

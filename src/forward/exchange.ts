@@ -91,10 +91,12 @@ function onStall(exchange: Exchange): void {
  * builds around a Writable (lib/api/api-stream.js), minus the Writable: measured in
  * architecture.md, `stream()` serves 15.1k req/s against 10.4k for `request()`+`pipeline`.
  *
- * Writes: the chunks undici hands over while it parses what arrived together (one socket
- * read, or several read in one go) are collected and sent to the client as one write at the
- * end of that turn (a microtask), then shown to the tap: one write, one syscall and one
- * chunk header per read instead of per event (see bench/README.md, streams at scale).
+ * Writes: each chunk undici hands over is written to the client as it comes, then shown to the
+ * tap. Node corks a response's socket on its first write of a turn and sends at the next tick,
+ * so the chunks of one provider read still leave in one syscall (test/cost-counts.test.ts), and
+ * nothing of the gateway's own is scheduled per read: gathering a read's chunks for a write of
+ * the gateway's own at the end of the turn (a microtask) cost ≈ 1,000 more instructions per event
+ * (bench/README.md, History, "2026-11-27, seventh").
  *
  * Back-pressure: once a write returns false, the next chunk pauses the provider (onData returns
  * false) until the client's 'drain'. A client that does not drain within clientStallMs is
@@ -139,23 +141,18 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
   private clientGone = false;
   private graceExpired = false;
   private graceTimer: NodeJS.Timeout | null = null;
-  /** Chunks of this turn not yet written to the client: null, one chunk, or several. */
-  private batch: Buffer | Buffer[] | null = null;
-  /** A stream's last bytes for the client (its last read, the filter's rest), sent with its end (complete). */
+  /** Bytes for the client to have with the response's end (the filter's rest). */
   private last: Buffer | null = null;
-  /** Some of the answer's bytes have been written to the client. */
-  private wrote = false;
+  /** Turns in which some of the answer's bytes were written to the client (see write). */
+  private writeTurns = 0;
+  /**
+   * A stream's last read is corked on the client's socket until its end, once the record is
+   * committed (complete): the cork this gateway added, to be taken off if the connection is cut.
+   */
+  private lastCorked = false;
   /** The last write returned false and no 'drain' has come since. */
   private blocked = false;
   private stallTimer: NodeJS.Timeout | null = null;
-  private readonly flushTurn = (): void => {
-    // A microtask of the gateway's own: a throw in it would end the process with every call in flight.
-    try {
-      this.flush();
-    } catch (err) {
-      this.call.fail(err);
-    }
-  };
   /** The usage record was queued (commit): from then on, the store's answer settles the call. */
   private recordQueued = false;
   /** The store told the record's commit (committed). */
@@ -395,8 +392,6 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
     notePassed(chunk.length);
     if (this.credentialRefused) return true;
     if (this.clientGone) {
-      // The tap sees every chunk in order: a batch still waiting goes first.
-      this.flush();
       this.tap?.write(chunk);
       return true;
     }
@@ -405,65 +400,48 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
       this.tap?.write(chunk);
       return flowing;
     }
-    const batch = this.batch;
-    if (batch === null) {
-      this.batch = chunk;
-      // A microtask runs once undici has handed over everything of this read (its parser loop
-      // is synchronous) and costs less than process.nextTick (bench/README.md, the profile).
-      queueMicrotask(this.flushTurn);
-    } else if (Array.isArray(batch)) batch.push(chunk);
-    else this.batch = [batch, chunk];
+    const out = this.filter === null ? chunk : this.filter.filter(chunk);
+    if (out !== undefined) this.write(out);
+    this.tap?.write(chunk);
     return !this.blocked;
   }
 
   /**
-   * Sends this turn's chunks to the client in one write, then shows them to the tap: the tap
-   * never delays a byte. Node corks a response's socket on write and sends at the next tick;
-   * the write is sent now instead (measured: streamed time-to-first-byte +110 µs over the bare
-   * proxy when the tap's work came first, bench/run.ts). With `keepLast` (a stream's last read,
-   * see complete) the bytes wait in `last` for the response's end instead.
+   * Writes to the client. Node corks the socket on a response's first write of a turn and
+   * uncorks it at the next tick: a socket not corked yet means this is the turn's first write.
    */
-  flush(keepLast = false): void {
-    const batch = this.batch;
-    if (batch === null) return;
-    this.batch = null;
-    const chunk = Array.isArray(batch) ? Buffer.concat(batch) : batch;
-    if (!this.clientGone) {
-      const out = this.filter === null ? chunk : this.filter.filter(chunk);
-      if (out !== undefined) {
-        if (keepLast) this.last = out;
-        else this.write(out);
-      }
-    }
-    this.tap?.write(chunk);
-  }
-
-  /** Writes to the client now (Node would send a response's write at the next tick). */
   private write(bytes: Buffer): void {
-    this.wrote = true;
-    const flowing = this.res.write(bytes);
     const socket = this.res.socket;
-    if (socket !== null && socket.writableCorked > 0) socket.uncork();
-    if (!flowing) this.block();
+    if (socket === null || socket.writableCorked === 0) this.writeTurns++;
+    if (!this.res.write(bytes)) this.block();
   }
 
-  /** The stream's kept last bytes, written now (before its connection is cut). */
+  /**
+   * Before the connection is cut: what is kept for the end (the filter's rest), and a last read
+   * corked for it, go out first.
+   */
   private sendLast(): void {
     const last = this.last;
     this.last = null;
     if (last !== null && !this.clientGone && !this.res.destroyed) this.write(last);
+    if (!this.lastCorked) return;
+    this.lastCorked = false;
+    const socket = this.res.socket;
+    if (socket !== null) while (socket.writableCorked > 0) socket.uncork();
   }
 
   private complete(): void {
     if (this.settled) return;
-    // A stream's provider is done, and earlier reads have gone out: its last read goes to the tap
-    // now, and to the client with the response's end, once the record is committed (answer). The
-    // client gets the stream's last bytes and its end in one write instead of two, and none of
-    // them before the bill is committed; its end of body is no later (the end already waited for
-    // the commit). A stream that came whole in one read is written at once instead, so that its
-    // first byte does not wait for the commit (`npm run bench`, streamed time to first byte over
-    // the bare proxy: +423 µs when it waited, +210 µs written at once; bench/README.md, 2026-11-27).
-    this.flush(this.held === null && this.streamed && this.wrote);
+    // A stream's provider is done, and earlier reads have gone out: its last read, written in this
+    // turn and corked by Node until the next tick, is corked once more, so that it goes to the
+    // client with the response's end once the record is committed (answer: Node uncorks fully on
+    // end). The client gets the stream's last bytes and its end in one write instead of two, and
+    // none of them before the bill is committed; its end of body is no later (the end already
+    // waited for the commit). A stream that came whole in one read goes out at once instead, so
+    // that its first byte does not wait for the commit (`npm run bench`, streamed time to first
+    // byte over the bare proxy: +423 µs when it waited, +210 µs written at once; bench/README.md,
+    // 2026-11-27).
+    if (this.streamed && this.writeTurns > 1) this.corkLastRead();
     if (this.credentialRefused || this.refusedHeld()) {
       if (this.status === 429 && !this.credentialRefused) this.rotation!.rateLimited(this.credential!, this.metering?.model.id ?? null, this.retryAfter, this.keptAnswer());
       if (this.sendAgain()) return;
@@ -501,10 +479,16 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
     this.estimateAndCommit(m, Finish.End, reading, reading.problem);
   }
 
+  /** complete(): keeps what this turn wrote on the client's socket until the response's end. */
+  private corkLastRead(): void {
+    const socket = this.res.socket;
+    if (this.clientGone || socket === null || socket.writableCorked === 0) return;
+    socket.cork();
+    this.lastCorked = true;
+  }
+
   private error(err: Error): void {
     if (this.settled) return;
-    // What arrived before the error still goes out (and to the tap) before the outcome.
-    this.flush();
     const m = this.metering;
     if (this.graceExpired) {
       this.settled = true;
@@ -586,7 +570,6 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
     this.settled = true;
     this.clearGrace();
     this.clearStall();
-    this.batch = null;
     this.last = null;
     this.held = null;
     const abort = this.abortUpstream;
