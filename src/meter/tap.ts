@@ -67,8 +67,9 @@ export class UsageTap {
       return;
     }
     if (chunk.indexOf(CR) !== -1) return this.parseWhole(chunk);
-    // Just past the chunk's last blank line; 0 when it has none.
-    let cut = chunk.lastIndexOf(LF2) + 2;
+    // Just past the chunk's last blank line; 0 when it has none. Most reads end an event.
+    const length = chunk.length;
+    let cut = length >= 2 && chunk[length - 1] === LF && chunk[length - 2] === LF ? length : chunk.lastIndexOf(LF2) + 2;
     if (cut === 1) cut = chunk[0] === LF && this.carryEndsLF() ? 1 : 0;
     const carry = this.carry;
     if (cut === 0) {
