@@ -319,6 +319,9 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
    * the exchange settles the call.
    */
   function forward(call: Call, continued: ResponseOwner | null | undefined): void {
+    // The body's scan is done (its facts hold what it found): a stream in flight, which can last
+    // minutes, does not keep the scanner's state alive through every collection.
+    call.scanner = null;
     const facts = call.facts!;
     const model = call.model!;
     const upstream = call.upstream!;
