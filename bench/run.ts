@@ -17,7 +17,7 @@
  * list), BENCH_STREAM_SAMPLES (streamed requests per target per round), BENCH_WARMUP (s),
  * BENCH_WORKERS (the second tollgate's --workers), BENCH_QUICK=1 (same as --quick),
  * BENCH_BINARY=1 (same as --binary), BENCH_SCENARIOS (plain,streams), BENCH_SCALE_STREAMS,
- * BENCH_SCALE_EVENTS, BENCH_SCALE_GAP_MS, BENCH_SCALE_POOL (see bench/README.md).
+ * BENCH_SCALE_EVENTS, BENCH_SCALE_GAP_MS, BENCH_SCALE_POOL, BENCH_SCALE_WARMUP (see bench/README.md).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -191,26 +191,35 @@ async function plainScenario(): Promise<PlainRun> {
 // ── streams at scale ────────────────────────────────────────────────────────
 
 /** Per target id: one ScaleResult per round. */
-type ScaleRun = Map<ScaleTargetId, ScaleResult[]>;
+type ScaleResults = Map<ScaleTargetId, ScaleResult[]>;
+
+/**
+ * Two bursts per fresh target: the first, in which the process grows its memory for the streams
+ * (what an open stream costs in memory is read there) and meets the burst's load for the first
+ * time; then the same burst again, on the same processes.
+ */
+interface ScaleRun { first: ScaleResults; again: ScaleResults }
 
 /**
  * The streams-at-scale scenario: per round, each target in turn on fresh processes (a fresh
- * mock, and the fresh proxy in front of it), a short warm-up, then `scale.streams` streams at
- * once, each event a separate write `scale.gapMs` apart.
+ * mock, and the fresh proxy in front of it), a warm-up, then `scale.streams` streams at once,
+ * each event a separate write `scale.gapMs` apart, twice.
  */
 async function scaleScenario(): Promise<ScaleRun> {
-  guardChildren(Math.max(120, settings.rounds * SCALE_TARGETS.length * (20 + (scale.events * scale.gapMs) / 500)) * 3000);
-  const run: ScaleRun = new Map(SCALE_TARGETS.map(([id]) => [id, []]));
+  guardChildren(Math.max(120, settings.rounds * SCALE_TARGETS.length * (30 + (scale.events * scale.gapMs) / 250)) * 3000);
+  const run: ScaleRun = { first: new Map(SCALE_TARGETS.map(([id]) => [id, []])), again: new Map(SCALE_TARGETS.map(([id]) => [id, []])) };
   const body = scaleBody(scale);
   for (let r = 0; r < settings.rounds; r++) {
     for (const [id, label] of SCALE_TARGETS) {
       const target = await startScaleTarget(id, scale.pool, [], SCALE_BASELINE);
       try {
         await warmScale(target.url, target.key, target.pid, scale);
-        await sleep(300);
-        const res = await runScale(target.url, target.key, target.pid, body, scale.streams, scale.events);
-        run.get(id)!.push(res);
-        progress(`round ${r + 1}/${settings.rounds}  streams at scale  ${label.padEnd(12)} ${res.ok} ok ${res.failed} failed, ${fmt((res.cpuMs * 1000) / res.events, 2)} µs CPU/event, at most ${res.maxOpen} open, ${fmt((res.anonPeak - res.anonBefore) / Math.max(1, res.maxOpen), 1)} kB anon/stream, ${fmt(res.wallMs / 1000, 1)} s`);
+        for (const burst of ['first', 'again'] as const) {
+          await sleep(300);
+          const res = await runScale(target.url, target.key, target.pid, body, scale.streams, scale.events);
+          run[burst].get(id)!.push(res);
+          progress(`round ${r + 1}/${settings.rounds}  streams at scale  ${label.padEnd(12)} ${burst.padEnd(5)} ${res.ok} ok ${res.failed} failed, ${fmt((res.cpuMs * 1000) / res.events, 2)} µs CPU/event, at most ${res.maxOpen} open, ${fmt((res.anonPeak - res.anonBefore) / Math.max(1, res.maxOpen), 1)} kB anon/stream, ${fmt(res.wallMs / 1000, 1)} s`);
+        }
       } finally {
         await target.stop();
       }
@@ -316,14 +325,16 @@ function report(plain: PlainRun | null, scaled: ScaleRun | null): void {
     out.push(`processes: load generator (this process), mock provider, bare proxy, tollgate, tollgate cluster${BINARY ? ', tollgate binary' : ''}: each its own; all share the cores`);
   }
   if (scaled !== null) {
-    out.push(`streams at scale: ${scale.streams} streams at once, ${scale.events} deltas + 4 events each, ${scale.gapMs} ms apart, each event its own write; pool ${scale.pool} connections (tollgate limits.upstreamConnections, bare proxy Pool); ${settings.rounds} rounds, fresh processes per run`);
+    out.push(`streams at scale: ${scale.streams} streams at once, ${scale.events} deltas + 4 events each, ${scale.gapMs} ms apart, each event its own write; pool ${scale.pool} connections (tollgate limits.upstreamConnections, bare proxy Pool); ${settings.rounds} rounds, fresh processes per run, warmed with ${scale.warmupStreams} short streams, then two bursts`);
   }
   out.push('');
   out.push(render(rows));
   const warnings = plain === null ? [] : plain.targets.flatMap((t) => t.warnings.map((w) => `${t.label}: ${w}`));
   if (scaled !== null) {
     for (const [id, label] of SCALE_TARGETS) {
-      for (const [i, res] of scaled.get(id)!.entries()) if (res.failed > 0) warnings.push(`${label}: streams at scale, round ${i + 1}: ${res.failed} streams failed`);
+      for (const burst of ['first', 'again'] as const) {
+        for (const [i, res] of scaled[burst].get(id)!.entries()) if (res.failed > 0) warnings.push(`${label}: streams at scale, round ${i + 1}, ${burst} burst: ${res.failed} streams failed`);
+      }
     }
   }
   if (warnings.length) out.push('', 'warnings:', ...warnings.slice(0, 20).map((w) => `  ${w}`));
@@ -331,7 +342,7 @@ function report(plain: PlainRun | null, scaled: ScaleRun | null): void {
 }
 
 const verdict = (ok: boolean, miss: string): string => (ok ? 'met' : `MISSED by ${miss}`);
-const line = (name: string, value: string, target: string, v: string): Row => ({ line: `${name.padEnd(34)}${value.padEnd(28)}${target.padEnd(18)}${v}` });
+const line = (name: string, value: string, target: string, v: string): Row => ({ line: `${name.padEnd(38)}${value.padEnd(28)}${target.padEnd(18)}${v}` });
 
 function plainRows(targets: Target[], memory: { servingPeak: number; totalPeak: number; anonNow: number }[], rows: Row[], headline: Row[]): void {
   const [, bare, tg, w2, bin] = targets as [Target, Target, Target, Target, Target | undefined];
@@ -405,39 +416,60 @@ function plainRows(targets: Target[], memory: { servingPeak: number; totalPeak: 
   }
 }
 
-/** The streams-at-scale rows: per target, the median over rounds; ratios paired by round. */
-function scaleRows(run: ScaleRun, rows: Row[], headline: Row[]): void {
-  const per = (id: ScaleTargetId, f: (r: ScaleResult) => number): number[] => run.get(id)!.map(f);
+/**
+ * The streams-at-scale rows: per target, the median over rounds; ratios paired by round. The first
+ * burst's in full, then the CPU of the second on the same processes.
+ */
+function scaleRows(scaled: ScaleRun, rows: Row[], headline: Row[]): void {
   const cpuPerEvent = (r: ScaleResult): number => (r.cpuMs * 1000) / r.events;
+  const cpuPerStream = (r: ScaleResult): number => (r.cpuMs * 1000) / Math.max(1, r.ok);
   const rssPerStream = (r: ScaleResult): number => (r.rssPeak - r.rssBefore) / Math.max(1, r.maxOpen);
   const anonPerStream = (r: ScaleResult): number => (r.anonPeak - r.anonBefore) / Math.max(1, r.maxOpen);
-  const pooled = (id: ScaleTargetId, pick: (r: ScaleResult) => number[], p: number): number =>
-    quantile(Float64Array.from(run.get(id)!.flatMap(pick)).sort(), p);
-  const paired = (f: (r: ScaleResult) => number, op: (x: number, y: number) => number): number[] =>
-    run.get('tollgate')!.map((r, i) => op(f(r), f(run.get('bare')!.at(i)!)));
-  rows.push({ section: `streams at scale: ${scale.streams} at once, ${scale.events + 4} events each ${scale.gapMs} ms apart, each its own write` });
-  rows.push(['', ...SCALE_TARGETS.map(([, label]) => label), 'tollgate/bare', ...(SCALE_BASELINE ? ['baseline/bare'] : [])]);
-  const pairedWith = (id: ScaleTargetId, f: (r: ScaleResult) => number, op: (x: number, y: number) => number): number[] =>
-    run.get(id)!.map((r, i) => op(f(r), f(run.get('bare')!.at(i)!)));
-  const row = (name: string, f: (r: ScaleResult) => number, digits: number, ratio = true): string[] => {
-    const col = (id: ScaleTargetId): string => (ratio ? fmt(median(pairedWith(id, f, (x, y) => x / y)), 2) : signed(median(pairedWith(id, f, (x, y) => x - y)), digits));
-    return [name, ...SCALE_TARGETS.map(([id]) => fmt(median(per(id, f)), digits)), col('tollgate'), ...(SCALE_BASELINE ? [col('baseline')] : [])];
+  const header = ['', ...SCALE_TARGETS.map(([, label]) => label), 'tollgate/bare', ...(SCALE_BASELINE ? ['baseline/bare'] : [])];
+  const rowsOf = (run: ScaleResults) => {
+    const per = (id: ScaleTargetId, f: (r: ScaleResult) => number): number[] => run.get(id)!.map(f);
+    const pairedWith = (id: ScaleTargetId, f: (r: ScaleResult) => number, op: (x: number, y: number) => number): number[] =>
+      run.get(id)!.map((r, i) => op(f(r), f(run.get('bare')!.at(i)!)));
+    const row = (name: string, f: (r: ScaleResult) => number, digits: number, ratio = true): string[] => {
+      const col = (id: ScaleTargetId): string => (ratio ? fmt(median(pairedWith(id, f, (x, y) => x / y)), 2) : signed(median(pairedWith(id, f, (x, y) => x - y)), digits));
+      return [name, ...SCALE_TARGETS.map(([id]) => fmt(median(per(id, f)), digits)), col('tollgate'), ...(SCALE_BASELINE ? [col('baseline')] : [])];
+    };
+    const pooled = (id: ScaleTargetId, pick: (r: ScaleResult) => number[], p: number): number =>
+      quantile(Float64Array.from(run.get(id)!.flatMap(pick)).sort(), p);
+    return { row, pooled, paired: (f: (r: ScaleResult) => number, op: (x: number, y: number) => number) => pairedWith('tollgate', f, op) };
   };
-  rows.push(row('server CPU µs/event', cpuPerEvent, 2));
-  rows.push(row('RSS kB per open stream', rssPerStream, 1));
-  rows.push(row('RSS anon kB per open stream', anonPerStream, 1));
-  rows.push(row('streams open at once (most)', (r) => r.maxOpen, 0, false));
+  const cpuHeadline = (run: ScaleResults, which: string): void => {
+    const { paired } = rowsOf(run);
+    const cpu = paired(cpuPerEvent, (x, y) => x / y);
+    headline.push(line(`streams${which}: CPU per event ratio`, spread(cpu, 2), 'target ≤ 1.25', verdict(median(cpu) <= 1.25, fmt(median(cpu) - 1.25, 2))));
+    const extra = paired(cpuPerStream, (x, y) => x - y);
+    headline.push(line(`streams${which}: extra CPU µs/stream`, spread(extra, 0, '+'), 'target ≤ 150', verdict(median(extra) <= 150, fmt(median(extra) - 150, 0))));
+  };
+
+  const first = rowsOf(scaled.first);
+  rows.push({ section: `streams at scale: ${scale.streams} at once, ${scale.events + 4} events each ${scale.gapMs} ms apart, each its own write; the first burst` });
+  rows.push(header);
+  rows.push(first.row('server CPU µs/event', cpuPerEvent, 2));
+  rows.push(first.row('server CPU µs/stream (difference)', cpuPerStream, 0, false));
+  rows.push(first.row('RSS kB per open stream', rssPerStream, 1));
+  rows.push(first.row('RSS anon kB per open stream', anonPerStream, 1));
+  rows.push(first.row('streams open at once (most)', (r) => r.maxOpen, 0, false));
   for (const [name, pick, p] of [
     ['TTFB p50 ms', (r: ScaleResult) => r.ttfb, 0.5], ['TTFB p99 ms', (r: ScaleResult) => r.ttfb, 0.99],
     ['end of body p50 ms', (r: ScaleResult) => r.ttlb, 0.5], ['end of body p99 ms', (r: ScaleResult) => r.ttlb, 0.99],
   ] as const) {
-    const v = SCALE_TARGETS.map(([id]) => pooled(id, pick, p));
+    const v = SCALE_TARGETS.map(([id]) => first.pooled(id, pick, p));
     rows.push([name, ...v.map((x) => fmt(x, 2)), signed(v[2]! - v[1]!, 2), ...(SCALE_BASELINE ? [signed(v[3]! - v[1]!, 2)] : [])]);
   }
-  const cpu = paired(cpuPerEvent, (x, y) => x / y);
-  headline.push(line('streams: CPU per event ratio', spread(cpu, 2), 'target ≤ 1.25', verdict(median(cpu) <= 1.25, fmt(median(cpu) - 1.25, 2))));
-  const mem = paired(rssPerStream, (x, y) => x / y);
+  const again = rowsOf(scaled.again);
+  rows.push({ section: 'the same burst again, on the same processes (their memory grown, their code compiled)' });
+  rows.push(header);
+  rows.push(again.row('server CPU µs/event', cpuPerEvent, 2));
+  rows.push(again.row('server CPU µs/stream (difference)', cpuPerStream, 0, false));
+  cpuHeadline(scaled.first, '');
+  const mem = first.paired(rssPerStream, (x, y) => x / y);
   headline.push(line('streams: RSS per open stream ratio', spread(mem, 2), 'target ≤ 1.20', verdict(median(mem) <= 1.2, fmt(median(mem) - 1.2, 2))));
+  cpuHeadline(scaled.again, ', again');
 }
 
 // ── run ─────────────────────────────────────────────────────────────────────

@@ -13,19 +13,21 @@
  * per stream = (streams − base) / S − (E + 4) × per event − (E × G / 1000) × per second
  *              (each stream carries E content events and 4 more: role, finish, usage, [DONE])
  *
- * Each burst runs on fresh processes (a mock and the proxy under test, bench/streams.ts) after a
- * small warm-up; the serving process's CPU is read per thread from /proc/PID/task (its main
- * thread, where the requests are served, and the others: V8's GC and compiler threads, libuv's
- * pool, LMDB's writer) before and after. Targets alternate in every round; medians over rounds.
+ * Each burst runs on fresh processes (a mock and the proxy under test, bench/streams.ts) after the
+ * streams-at-scale warm-up (BENCH_SCALE_WARMUP short streams, then a group of the burst's shape);
+ * the serving process's CPU is read per thread from /proc/PID/task (its main thread, where the
+ * requests are served, and the others: V8's GC and compiler threads, libuv's pool, LMDB's writer)
+ * before and after. Targets alternate in every round; medians over rounds.
  *
  *   node --import tsx bench/stream-costs.ts
  *
  * Environment: BENCH_ROUNDS (default 5), BENCH_STREAMS (S, default 200), BENCH_EVENTS (E,
- * default 20), BENCH_GAP_MS (G, default 50).
+ * default 20), BENCH_GAP_MS (G, default 50), BENCH_SCALE_WARMUP (short warm-up streams, default
+ * 3,000).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { envNumber, guardChildren, machine, median, runMain } from './lib.js';
-import { runScale, scaleBody, startScaleTarget, warmScale, type ScaleTargetId } from './streams.js';
+import { runScale, scaleBody, scaleWarmupStreams, startScaleTarget, warmScale, type ScaleTargetId } from './streams.js';
 
 const ROUNDS = Math.floor(envNumber('BENCH_ROUNDS', 5, 1));
 const S = Math.floor(envNumber('BENCH_STREAMS', 200, 1));
@@ -68,7 +70,7 @@ async function burst(target: ScaleTargetId, b: Burst): Promise<Measured> {
   const pool = b.streams + 64;
   const t = await startScaleTarget(target, pool);
   try {
-    await warmScale(t.url, t.key, t.pid, { streams: b.streams, events: b.events, gapMs: b.gapMs, warmupStreams: 200 });
+    await warmScale(t.url, t.key, t.pid, { streams: b.streams, events: b.events, gapMs: b.gapMs, warmupStreams: scaleWarmupStreams(false) });
     const before = threadCpu(t.pid);
     const r = await runScale(t.url, t.key, t.pid, scaleBody(b), b.streams, b.events);
     // The stream's settlement (tollgate: its record) is committed before its last byte: nothing is left after it.

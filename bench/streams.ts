@@ -33,8 +33,16 @@ export function scaleSettings(quick: boolean): ScaleSettings {
     // Enough connections for every stream by default: the pool limit itself is measured by
     // setting this lower (bench/README.md, provider connections).
     pool: Math.floor(envNumber('BENCH_SCALE_POOL', streams + 64, 1)),
-    warmupStreams: quick ? 40 : 200,
+    warmupStreams: scaleWarmupStreams(quick),
   };
+}
+
+/**
+ * Short streams a fresh target serves before a burst is measured (BENCH_SCALE_WARMUP): enough for
+ * the code a request runs once, not per event, to be optimised (see warmScale).
+ */
+export function scaleWarmupStreams(quick: boolean): number {
+  return Math.floor(envNumber('BENCH_SCALE_WARMUP', quick ? 600 : 3000, 0));
 }
 
 export function scaleBody(s: Pick<ScaleSettings, 'events' | 'gapMs'>): string {
@@ -176,10 +184,16 @@ export async function startScaleTarget(id: ScaleTargetId, pool: number, nodeFlag
  * burst would otherwise charge to its streams): `warmupStreams` short streams in groups of 20,
  * for the paths every stream takes once; then one group of the burst's own shape (its events,
  * its gap: the timers and the writes apart), at most 200 streams, so the memory of a whole burst
- * is not grown yet. Seen with --trace-opt (tollgate, a burst of 300 streams of 20 events 20 ms
- * apart): after 3,000 short streams and nothing else, the burst still compiled the code of events
- * written apart (the tap's write 20 ms, onStreamRead 11, keepTail 8, the socket writes 8 and 7,
- * among others); after this warm-up the burst compiled 69 ms in all, the bare proxy's 48.
+ * is not grown yet.
+ *
+ * The short streams are many because V8 optimises a function once it has run often enough, and
+ * the code a request runs once (its head, admission, the commits, the settlement) runs once per
+ * stream, not per event. With 200 (the default until 2026-11-28) the 1,000-stream burst was where
+ * much of that code was optimised (`--trace-opt`: `handle`, `onRequest`, `admitHolding`,
+ * `placeHolds`, `applyRecords`): tollgate made 182–186 optimised compilations in that burst
+ * (608–911 ms of compiling), the bare proxy, which has far less such code, 134–137 (453–458 ms).
+ * After 3,000: 102 (257 ms) and 82 (222 ms). A process that has served a whole burst compiles
+ * little more, which run.ts' second burst shows (bench/README.md, History, 2026-11-28).
  */
 export async function warmScale(url: string, key: string | null, pid: number, s: Pick<ScaleSettings, 'streams' | 'events' | 'gapMs' | 'warmupStreams'>): Promise<void> {
   const body = scaleBody({ events: 4, gapMs: 0 });
