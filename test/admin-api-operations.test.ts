@@ -53,7 +53,12 @@ t.test('the admin API end to end', async (t) => {
   t.match((await api('POST', '/admin/v1/models/gpt-4o/enable')).json, { id: 'gpt-4o', enabled: true });
 
   await t.test('usage across keys, JSON and CSV', async (t) => {
-    const today = new Date().toISOString().slice(0, 10);
+    // The UTC day the call was recorded on, read from the record itself: a run that crosses
+    // midnight between the call and this read must not look for it on the wrong day.
+    const now = Date.now();
+    const around = await api('GET', `/admin/v1/keys/${id}/usage?from=${new Date(now - 86_400_000).toISOString().slice(0, 10)}&to=${new Date(now).toISOString().slice(0, 10)}`);
+    t.equal(around.json.requests.length, 1, 'one record since yesterday');
+    const today = (around.json.requests[0].at as string).slice(0, 10);
     const usage = await api('GET', `/admin/v1/keys/${id}/usage?from=${today}&to=${today}`);
     t.equal(usage.status, 200);
     t.equal(usage.json.requests.length, 1);

@@ -62,16 +62,18 @@ t.test('CSV exports: formula-like text is neutralised, numbers stay numbers', as
   for (const model of FORMULA_MODELS) {
     t.equal((await post(`${gw.base}/v1/chat/completions`, caller.json.key, { model, messages: [], mock: { inputTokens: 1000, outputTokens: 100 } })).status, 200, `a call to ${JSON.stringify(model)}`);
   }
-  const today = new Date().toISOString().slice(0, 10);
+  // Yesterday and today (UTC): the calls above are in the range even when midnight fell among them.
+  const now = Date.now();
+  const range = `from=${new Date(now - 86_400_000).toISOString().slice(0, 10)}&to=${new Date(now).toISOString().slice(0, 10)}`;
 
-  const records = await admin(gw, 'GET', `/admin/v1/keys/${caller.json.id}/usage?from=${today}&to=${today}&format=csv`);
+  const records = await admin(gw, 'GET', `/admin/v1/keys/${caller.json.id}/usage?${range}&format=csv`);
   t.equal(records.status, 200);
   const rows = csvObjects(records.text);
   t.same(rows.map((r) => r.model), FORMULA_MODELS.map((m) => `'${m}`), 'model ids start with a single quote');
   t.ok(rows.every((r) => r.costNanoUsd === '1200000' && r.inputTokens === '1000' && r.status === '200'), 'numbers are written as numbers');
   t.ok(records.text.includes(`,"'@SUM(1,2)",`), 'a neutralised cell is still quoted as CSV requires');
 
-  const totals = await admin(gw, 'GET', `/admin/v1/usage?from=${today}&to=${today}&format=csv`);
+  const totals = await admin(gw, 'GET', `/admin/v1/usage?${range}&format=csv`);
   t.equal(totals.status, 200);
   const byId = new Map(csvObjects(totals.text).map((r) => [r.id, r]));
   for (const name of FORMULA_NAMES) t.equal(byId.get(created[name]!)?.name, `'${name}`, `key name ${JSON.stringify(name)} neutralised`);
@@ -83,7 +85,7 @@ t.test('CSV exports: formula-like text is neutralised, numbers stay numbers', as
   t.ok(totals.text.includes('"\'\rcmd"'), 'a cell with a carriage return is quoted');
 
   // The JSON answers are the data as it is: only the CSV, read by spreadsheets, is neutralised.
-  const json = await admin(gw, 'GET', `/admin/v1/usage?from=${today}&to=${today}`);
+  const json = await admin(gw, 'GET', `/admin/v1/usage?${range}`);
   t.equal(json.json.keys.find((k: any) => k.id === created['-2+3'])?.name, '-2+3');
 });
 
