@@ -21,7 +21,7 @@
  *
  *   node --import tsx bench/stream-costs.ts
  *
- * Environment: BENCH_ROUNDS (default 5), BENCH_STREAMS (S, default 200), BENCH_EVENTS (E,
+ * Environment: BENCH_ROUNDS (default 5), BENCH_STREAMS (S, default 1,000), BENCH_EVENTS (E,
  * default 20), BENCH_GAP_MS (G, default 50), BENCH_SCALE_WARMUP (short warm-up streams, default
  * 3,000).
  */
@@ -30,7 +30,7 @@ import { envNumber, guardChildren, machine, median, runMain } from './lib.js';
 import { runScale, scaleBody, scaleWarmupStreams, startScaleTarget, warmScale, type ScaleTargetId } from './streams.js';
 
 const ROUNDS = Math.floor(envNumber('BENCH_ROUNDS', 5, 1));
-const S = Math.floor(envNumber('BENCH_STREAMS', 200, 1));
+const S = Math.floor(envNumber('BENCH_STREAMS', 1000, 1));
 const E = Math.floor(envNumber('BENCH_EVENTS', 20, 1));
 const G = envNumber('BENCH_GAP_MS', 50, 1);
 
