@@ -4,7 +4,7 @@
  * one table with the ratios tollgate / bare. See bench/README.md for how to read it.
  *
  *   npm run bench                 full run (defaults below)
- *   npm run bench -- --quick      smoke run, about 20 s
+ *   npm run bench -- --quick      smoke run, about 35 s
  *   npm run bench -- --binary     also the single binary (dist/tollgate, `npm run build:binary`),
  *                                 one process, as a fifth target
  *   npm run bench -- --streams    only the streams-at-scale scenario (BENCH_SCENARIOS=streams)
