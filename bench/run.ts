@@ -438,8 +438,7 @@ function scaleRows(scaled: ScaleRun, rows: Row[], headline: Row[]): void {
       quantile(Float64Array.from(run.get(id)!.flatMap(pick)).sort(), p);
     return { row, pooled, paired: (f: (r: ScaleResult) => number, op: (x: number, y: number) => number) => pairedWith('tollgate', f, op) };
   };
-  const cpuHeadline = (run: ScaleResults, which: string): void => {
-    const { paired } = rowsOf(run);
+  const cpuHeadline = ({ paired }: ReturnType<typeof rowsOf>, which: string): void => {
     const cpu = paired(cpuPerEvent, (x, y) => x / y);
     headline.push(line(`streams${which}: CPU per event ratio`, spread(cpu, 2), 'target ≤ 1.25', verdict(median(cpu) <= 1.25, fmt(median(cpu) - 1.25, 2))));
     const extra = paired(cpuPerStream, (x, y) => x - y);
@@ -466,10 +465,10 @@ function scaleRows(scaled: ScaleRun, rows: Row[], headline: Row[]): void {
   rows.push(header);
   rows.push(again.row('server CPU µs/event', cpuPerEvent, 2));
   rows.push(again.row('server CPU µs/stream (difference)', cpuPerStream, 0, false));
-  cpuHeadline(scaled.first, '');
+  cpuHeadline(first, '');
   const mem = first.paired(rssPerStream, (x, y) => x / y);
   headline.push(line('streams: RSS per open stream ratio', spread(mem, 2), 'target ≤ 1.20', verdict(median(mem) <= 1.2, fmt(median(mem) - 1.2, 2))));
-  cpuHeadline(scaled.again, ', again');
+  cpuHeadline(again, ', again');
 }
 
 // ── run ─────────────────────────────────────────────────────────────────────

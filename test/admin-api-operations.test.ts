@@ -4,7 +4,7 @@
  * across keys as JSON and CSV.
  */
 import t from 'tap';
-import { ADMIN_TOKEN, post, startGateway } from './helpers/harness.js';
+import { ADMIN_TOKEN, post, startGateway, utcDay } from './helpers/harness.js';
 
 t.test('the admin API end to end', async (t) => {
   const gw = await startGateway(t, { admin: true });
@@ -56,7 +56,7 @@ t.test('the admin API end to end', async (t) => {
     // The UTC day the call was recorded on, read from the record itself: a run that crosses
     // midnight between the call and this read must not look for it on the wrong day.
     const now = Date.now();
-    const around = await api('GET', `/admin/v1/keys/${id}/usage?from=${new Date(now - 86_400_000).toISOString().slice(0, 10)}&to=${new Date(now).toISOString().slice(0, 10)}`);
+    const around = await api('GET', `/admin/v1/keys/${id}/usage?from=${utcDay(now - 86_400_000)}&to=${utcDay(now)}`);
     t.equal(around.json.requests.length, 1, 'one record since yesterday');
     const today = (around.json.requests[0].at as string).slice(0, 10);
     const usage = await api('GET', `/admin/v1/keys/${id}/usage?from=${today}&to=${today}`);

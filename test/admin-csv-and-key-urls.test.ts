@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import t from 'tap';
-import { ADMIN_TOKEN, defaultConfig, post, readReply, runCli, startGateway, testModels, type Harness, type Reply } from './helpers/harness.js';
+import { ADMIN_TOKEN, defaultConfig, post, readReply, runCli, startGateway, testModels, utcDay, type Harness, type Reply } from './helpers/harness.js';
 
 /** RFC 4180: rows of cells, quotes and doubled quotes undone. */
 function parseCsv(text: string): string[][] {
@@ -64,7 +64,7 @@ t.test('CSV exports: formula-like text is neutralised, numbers stay numbers', as
   }
   // Yesterday and today (UTC): the calls above are in the range even when midnight fell among them.
   const now = Date.now();
-  const range = `from=${new Date(now - 86_400_000).toISOString().slice(0, 10)}&to=${new Date(now).toISOString().slice(0, 10)}`;
+  const range = `from=${utcDay(now - 86_400_000)}&to=${utcDay(now)}`;
 
   const records = await admin(gw, 'GET', `/admin/v1/keys/${caller.json.id}/usage?${range}&format=csv`);
   t.equal(records.status, 200);

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { formatUsd } from '../src/money.js';
-import { post, startGateway, usageOf } from './helpers/harness.js';
+import { post, startGateway, usageOf, utcDay } from './helpers/harness.js';
 
 async function usageRaw(base: string, headers: Record<string, string>, query = ''): Promise<{ status: number; headers: Headers; json: any }> {
   const res = await fetch(`${base}/usage/api${query}`, { headers });
@@ -186,7 +186,7 @@ t.test('daily: 30 UTC days ending today, today\'s totals equal the sum of today\
     t.equal(u.daily.length, 30, '30 entries');
     const today = u.daily.at(-1).day;
     const serverNow = new Date();
-    t.ok([serverNow.toISOString().slice(0, 10), new Date(serverNow.getTime() - 86_400_000).toISOString().slice(0, 10)].includes(today), 'the last entry is today (UTC)');
+    t.ok([utcDay(serverNow.getTime()), utcDay(serverNow.getTime() - 86_400_000)].includes(today), 'the last entry is today (UTC)');
     const days = u.daily.map((d: any) => d.day);
     for (let i = 1; i < days.length; i++) t.equal(Date.parse(days[i]) - Date.parse(days[i - 1]), 86_400_000, `consecutive days ${days[i - 1]} → ${days[i]}`);
     const todays = u.requests.filter((r: any) => r.at.slice(0, 10) === today);

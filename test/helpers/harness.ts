@@ -266,6 +266,11 @@ export async function readReply(res: Response): Promise<Reply> {
   return { status: res.status, headers: res.headers, text, json };
 }
 
+/** The UTC day of `ms` as `YYYY-MM-DD`, as the usage and admin APIs name days. */
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
 /** GET /usage/api for a key. */
 export async function usageOf(base: string, key: string, query = ''): Promise<any> {
   const res = await fetch(`${base}/usage/api${query}`, { headers: { authorization: `Bearer ${key}` } });
