@@ -4,8 +4,8 @@ import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, ResponseOwner, Usa
 import { log } from '../../log.js';
 import { tell, tellCommitted } from '../common.js';
 import { RetryQueue } from '../retry.js';
-import { addDailyRows, addHeld, callAccount, callHeld, chargeRow, countInDaily, countInWindow, heldToRow, processToRow, responseToRow, rowToAccount, rowToResponse, slotToRow, usageToRow, windowCount, windowStart, type AccountRow, type DailyRow, type RateRow, type ResponseRow } from '../rows.js';
-import type { Database } from 'lmdb';
+import { addDailyRows, addHeld, callAccount, callHeld, chargeRow, countInDaily, countInWindow, heldToRow, processToRow, responseToRow, rowToAccount, rowToResponse, slotToRow, usageToRow, windowCount, windowStart, type DailyRow, type RateRow, type ResponseRow } from '../rows.js';
+import { AccountCache } from './account-cache.js';
 import { LmdbUsage } from './usage.js';
 
 /** Told the outcome of step 7 (rate window, concurrency slot): null admitted, else the refusal. */
@@ -25,7 +25,8 @@ const HANDED_TO_HOLD: [null, number] = [null, -1];
 
 /**
  * Holds, releases and settlements (Ledger), and the queued step 7 of admissions: every check,
- * hold and record of one event-loop turn in one synchronous transaction, the group commit.
+ * hold and record of one event-loop turn in one synchronous transaction, the group commit (a call
+ * alone is committed as soon as its callback returns: schedule).
  */
 export class LmdbLedger extends LmdbUsage {
   protected admits: AdmitEntry[] = [];
@@ -72,7 +73,7 @@ export class LmdbLedger extends LmdbUsage {
    */
   protected countLater(key: KeyRecord, callId: string, now: number, done: AdmitListener, hold: Hold | null = null, held: HoldListener | null = null): void {
     this.admits.push([key, callId, now, done, hold, held]);
-    this.schedule();
+    this.schedule(callId);
   }
 
   /**
@@ -89,7 +90,7 @@ export class LmdbLedger extends LmdbUsage {
       return done(checked, null);
     }
     this.holds.push([key, callId, hold, done, checked]);
-    this.schedule();
+    this.schedule(callId);
   }
 
   /**
@@ -111,7 +112,7 @@ export class LmdbLedger extends LmdbUsage {
    */
   release(key: KeyRecord, callId: string): void {
     this.releases.push([key, callId]);
-    this.schedule();
+    this.schedule(callId);
   }
 
   /**
@@ -128,13 +129,21 @@ export class LmdbLedger extends LmdbUsage {
    */
   record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true, response: MadeResponse | null = null): void {
     this.records.push([key, usage, charge, listener, settles, response]);
-    this.schedule();
+    this.schedule(usage.callId);
   }
 
-  protected schedule(): void {
+  /**
+   * The group commit runs at the end of the turn (setImmediate), after the turn's other I/O
+   * callbacks, whose entries join it; but when the entry just queued is the only one and no other
+   * call of this process has an entry in flight, nothing is coming to join it, and it runs as soon
+   * as the current callback returns (nextTick: ≈ 6 µs sooner at c=1, bench/README.md, 2026-11-28).
+   */
+  protected schedule(callId?: string): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(this.flush);
+    const queued = this.admits.length + this.holds.length + this.releases.length + this.records.length;
+    if (callId !== undefined && queued === 1 && this.written.size === (this.written.has(callId) ? 1 : 0)) process.nextTick(this.flush);
+    else setImmediate(this.flush);
   }
 
   /**
@@ -147,6 +156,8 @@ export class LmdbLedger extends LmdbUsage {
    * holds of the same turn.
    */
   protected readonly flush = (): void => {
+    // Already run (close() commits what is queued at once): nothing is left for this callback.
+    if (!this.flushScheduled) return;
     this.flushScheduled = false;
     const { admits, holds, releases, records } = this;
     this.admits = [];
@@ -376,23 +387,3 @@ export class LmdbLedger extends LmdbUsage {
 export type RecordEntry = [KeyRecord, UsageRecord, Charge, CommitListener, boolean, MadeResponse | null];
 /** A release queued for the group commit: key, call id. */
 export type ReleaseEntry = [KeyRecord, string];
-
-/**
- * The accounts touched by one transaction: each read once and written back once, however many
- * holds, releases and charges of the group fall on it.
- */
-export class AccountCache {
-  private readonly rows = new Map<string, AccountRow | undefined>();
-  constructor(private readonly db: Database<AccountRow, string>) {}
-
-  get(id: string): AccountRow | undefined {
-    if (this.rows.has(id)) return this.rows.get(id);
-    const row = this.db.get(id);
-    this.rows.set(id, row);
-    return row;
-  }
-
-  writeBack(): void {
-    for (const [id, row] of this.rows) if (row !== undefined) this.db.put(id, row);
-  }
-}

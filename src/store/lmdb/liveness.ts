@@ -2,7 +2,8 @@ import { interruptedRecord } from '../../domain/rules.js';
 import { log } from '../../log.js';
 import { newInstanceId, ownProof, proofFrom, proofText, provenGone } from '../instance.js';
 import { callOwner, chargeRow, isCreditRow, processToRow, rowToCall, rowToProcess, usageToRow, type ProcessRow } from '../rows.js';
-import { AccountCache, LmdbLedger } from './ledger.js';
+import { AccountCache } from './account-cache.js';
+import { LmdbLedger } from './ledger.js';
 
 /** A serving process writes its heartbeat this often … */
 const HEARTBEAT_MS = 1_000;
