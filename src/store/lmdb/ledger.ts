@@ -136,7 +136,8 @@ export class LmdbLedger extends LmdbUsage {
    * The group commit runs at the end of the turn (setImmediate), after the turn's other I/O
    * callbacks, whose entries join it; but when the entry just queued is the only one and no other
    * call of this process has an entry in flight, nothing is coming to join it, and it runs as soon
-   * as the current callback returns (nextTick: ≈ 6 µs sooner at c=1, bench/README.md, 2026-11-28).
+   * as the current callback returns (nextTick: ≈ 5.5 µs sooner per commit at c=1; bench/README.md,
+   * History, "2026-11-28, second").
    */
   protected schedule(callId?: string): void {
     if (this.flushScheduled) return;
