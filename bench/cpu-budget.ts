@@ -21,13 +21,14 @@
  *
  * Each round starts every target afresh, in the reverse order every other round, and the end
  * prints each build's median µs per request and median ratio to the bare proxy of its round, with
- * the spread. At c=32 each proxy runs as fast as the two shared cores let it, and a slower one
+ * the spread, and how much more than the bare proxy its main thread (the event loop) and its other
+ * threads (V8's compiler and collector, libuv's pool, LMDB's) spent per request. At c=32 each proxy runs as fast as the two shared cores let it, and a slower one
  * batches less per event-loop turn, so its CPU per request rises with its slowness; BENCH_RATE
  * (below what every target sustains) compares the work per request at the same pace.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHAT_PATH, cpuMs, guardChildren, largeRequest, load, machine, PLAIN_BODY, ROOT, median, runMain, startBareProxy, startMock, startTollgate, type LoadResult, type Server } from './lib.js';
+import { CHAT_PATH, cpuMs, guardChildren, largeRequest, load, machine, PLAIN_BODY, ROOT, median, runMain, startBareProxy, startMock, startTollgate, threadCpuMs, type LoadResult, type Server } from './lib.js';
 
 const duration = Number(process.env.BENCH_DURATION || 5);
 const rounds = Number(process.env.BENCH_ROUNDS || 2);
@@ -77,21 +78,30 @@ async function stop(server: Server): Promise<void> {
 const BARE = 'bare proxy';
 let mock: Server;
 
+/** A target's CPU per request: all its threads, and its main thread (the event loop) alone. */
+interface PerRequest { all: number; main: number }
+
+/** µs per request of a process's threads between two readings (threadCpuMs). */
+function perRequest(before: { main: number; others: number }, after: { main: number; others: number }, requests: number): PerRequest {
+  const main = ((after.main - before.main) * 1000) / requests;
+  return { all: main + ((after.others - before.others) * 1000) / requests, main };
+}
+
 /** One target's measured run: µs of its CPU per request (and, for the bare proxy, the others'). */
-async function measure(round: number, target: string): Promise<number> {
+async function measure(round: number, target: string): Promise<PerRequest> {
   if (target === BARE) {
     const bare = await startBareProxy(mock.url);
     await warmUp(bare.url, null);
     const self0 = process.cpuUsage();
     const mock0 = cpuMs(mock.pid);
-    const bare0 = cpuMs(bare.pid);
+    const bare0 = threadCpuMs(bare.pid);
     const r = answered('bare proxy', await load(bare.url, PATH, null, BODY, C, duration, rate));
     const self = process.cpuUsage(self0);
-    const bareCpu = cpuMs(bare.pid) - bare0;
+    const cost = perRequest(bare0, threadCpuMs(bare.pid), r.ok);
     const per = (ms: number): string => ((ms * 1000) / r.ok).toFixed(1);
-    process.stdout.write(`round ${round}  bare proxy  ${Math.round(r.rps)} req/s   µs/req: load generator ${per((self.user + self.system) / 1000)}, mock ${per(cpuMs(mock.pid) - mock0)}, bare proxy ${per(bareCpu)}\n`);
+    process.stdout.write(`round ${round}  bare proxy  ${Math.round(r.rps)} req/s   µs/req: load generator ${per((self.user + self.system) / 1000)}, mock ${per(cpuMs(mock.pid) - mock0)}, bare proxy ${cost.all.toFixed(1)} (main thread ${cost.main.toFixed(1)})\n`);
     await stop(bare);
-    return (bareCpu * 1000) / r.ok;
+    return cost;
   }
   const [dir, ...settings] = target.split(',');
   const saved = settings.map((setting) => {
@@ -108,13 +118,13 @@ async function measure(round: number, target: string): Promise<number> {
   const out = tg.stdoutPath;
   await warmUp(tg.url, tg.key);
   const before = readFileSync(out, 'utf8').length;
-  const tg0 = cpuMs(tg.pid);
+  const tg0 = threadCpuMs(tg.pid);
   const t = answered(`tollgate ${target}`, await load(tg.url, PATH, tg.key, BODY, C, duration, rate));
-  const cpu = cpuMs(tg.pid) - tg0;
+  const cost = perRequest(tg0, threadCpuMs(tg.pid), t.ok);
   const lines = readFileSync(out, 'utf8').slice(before).split('\n');
-  process.stdout.write(`round ${round}  tollgate ${target}  ${Math.round(t.rps)} req/s   ${((cpu * 1000) / t.ok).toFixed(1)} µs/req; ${gcFigures(lines, t.ok)}\n`);
+  process.stdout.write(`round ${round}  tollgate ${target}  ${Math.round(t.rps)} req/s   ${cost.all.toFixed(1)} µs/req (main thread ${cost.main.toFixed(1)}); ${gcFigures(lines, t.ok)}\n`);
   await stop(tg);
-  return (cpu * 1000) / t.ok;
+  return cost;
 }
 
 async function main(): Promise<void> {
@@ -122,18 +132,22 @@ async function main(): Promise<void> {
   guardChildren((rounds * targets.length * (duration + warmUpSeconds + 20) + 120) * 1000);
   process.stderr.write(`cpu-budget: ${machine()}, c=${C}${rate !== undefined ? `, ${rate} req/s offered` : ''}, ${Buffer.byteLength(BODY)}-byte requests to ${PATH}, ${rounds} × ${duration} s per target\n`);
   mock = await startMock();
-  const perRequest = new Map<string, number[]>(targets.map((t) => [t, []]));
+  const measured = new Map<string, PerRequest[]>(targets.map((t) => [t, []]));
   for (let round = 1; round <= rounds; round++) {
     // Every target fresh each round (the bare proxy too: it used to be started once and kept warm
     // across rounds while each tollgate started cold), in the reverse order every other round.
-    for (const target of round % 2 === 1 ? targets : [...targets].reverse()) perRequest.get(target)!.push(await measure(round, target));
+    for (const target of round % 2 === 1 ? targets : [...targets].reverse()) measured.get(target)!.push(await measure(round, target));
   }
-  const bare = perRequest.get(BARE)!;
-  process.stdout.write(`\nmedian over ${rounds} rounds (min…max): bare proxy ${median(bare).toFixed(1)} µs/req (${Math.min(...bare).toFixed(1)}…${Math.max(...bare).toFixed(1)})\n`);
+  const bare = measured.get(BARE)!;
+  const bareAll = bare.map((c) => c.all);
+  const bareMain = bare.map((c) => c.main);
+  process.stdout.write(`\nmedian over ${rounds} rounds (min…max): bare proxy ${median(bareAll).toFixed(1)} µs/req (${Math.min(...bareAll).toFixed(1)}…${Math.max(...bareAll).toFixed(1)}), main thread ${median(bareMain).toFixed(1)}\n`);
   for (const build of builds) {
-    const us = perRequest.get(build)!;
-    const ratios = us.map((u, i) => u / bare[i]!);
-    process.stdout.write(`${build}: ${median(us).toFixed(1)} µs/req; ÷ the bare proxy of its round ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}…${Math.max(...ratios).toFixed(2)})\n`);
+    const costs = measured.get(build)!;
+    const ratios = costs.map((c, i) => c.all / bare[i]!.all);
+    const extraMain = costs.map((c, i) => c.main - bare[i]!.main);
+    const extraOthers = costs.map((c, i) => c.all - c.main - (bare[i]!.all - bare[i]!.main));
+    process.stdout.write(`${build}: ${median(costs.map((c) => c.all)).toFixed(1)} µs/req; ÷ the bare proxy of its round ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}…${Math.max(...ratios).toFixed(2)}); more than the bare proxy: main thread ${median(extraMain).toFixed(1)} µs/req, other threads ${median(extraOthers).toFixed(1)}\n`);
   }
 }
 

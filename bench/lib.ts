@@ -325,6 +325,35 @@ export function cpuMs(pid: number): number {
   return ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK;
 }
 
+/**
+ * CPU ms (user + system) of a process's main thread, and the sum of its other threads (V8's
+ * compiler and collector threads, libuv's pool, LMDB's): where a proxy's CPU goes besides its
+ * event loop. Zero for a process that is gone.
+ */
+export function threadCpuMs(pid: number): { main: number; others: number } {
+  let main = 0;
+  let others = 0;
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return { main, others };
+  }
+  for (const tid of tids) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // ended meanwhile
+    }
+    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    const ms = ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK;
+    if (Number(tid) === pid) main += ms;
+    else others += ms;
+  }
+  return { main, others };
+}
+
 /** Pids whose parent is `pid` (cluster workers of a primary). */
 export function childPids(pid: number): number[] {
   const found: number[] = [];

@@ -25,8 +25,7 @@
  * default 20), BENCH_GAP_MS (G, default 50), BENCH_SCALE_WARMUP (short warm-up streams, default
  * 3,000).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { envNumber, guardChildren, machine, median, runMain } from './lib.js';
+import { envNumber, guardChildren, machine, median, runMain, threadCpuMs } from './lib.js';
 import { runScale, scaleBody, scaleWarmupStreams, startScaleTarget, warmScale, type ScaleTargetId } from './streams.js';
 
 const ROUNDS = Math.floor(envNumber('BENCH_ROUNDS', 5, 1));
@@ -43,27 +42,6 @@ const BURSTS: Burst[] = [
 ];
 const TARGETS: ScaleTargetId[] = ['bare', 'tollgate'];
 
-const CLK_TCK = 100;
-
-/** CPU ms (user + system) of each thread of `pid`: its main thread, and the sum of the others. */
-function threadCpu(pid: number): { main: number; others: number } {
-  let main = 0;
-  let others = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    } catch {
-      continue; // ended meanwhile
-    }
-    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    const ms = ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK;
-    if (Number(tid) === pid) main += ms;
-    else others += ms;
-  }
-  return { main, others };
-}
-
 interface Measured { main: number; others: number; failed: number }
 
 async function burst(target: ScaleTargetId, b: Burst): Promise<Measured> {
@@ -71,10 +49,10 @@ async function burst(target: ScaleTargetId, b: Burst): Promise<Measured> {
   const t = await startScaleTarget(target, pool);
   try {
     await warmScale(t.url, t.key, t.pid, { streams: b.streams, events: b.events, gapMs: b.gapMs, warmupStreams: scaleWarmupStreams(false) });
-    const before = threadCpu(t.pid);
+    const before = threadCpuMs(t.pid);
     const r = await runScale(t.url, t.key, t.pid, scaleBody(b), b.streams, b.events);
     // The stream's settlement (tollgate: its record) is committed before its last byte: nothing is left after it.
-    const after = threadCpu(t.pid);
+    const after = threadCpuMs(t.pid);
     return { main: after.main - before.main, others: after.others - before.others, failed: r.failed };
   } finally {
     await t.stop();
