@@ -22,9 +22,10 @@
  * Each round starts every target afresh, in the reverse order every other round, and the end
  * prints each build's median µs per request and median ratio to the bare proxy of its round, with
  * the spread, and how much more than the bare proxy its main thread (the event loop) and its other
- * threads (V8's compiler and collector, libuv's pool, LMDB's) spent per request. At c=32 each proxy runs as fast as the two shared cores let it, and a slower one
- * batches less per event-loop turn, so its CPU per request rises with its slowness; BENCH_RATE
- * (below what every target sustains) compares the work per request at the same pace.
+ * threads (V8's compiler and collector, libuv's pool, LMDB's) spent per request. At c=32 each
+ * proxy runs as fast as the two shared cores let it, and a slower one batches less per event-loop
+ * turn, so its CPU per request rises with its slowness; BENCH_RATE (below what every target
+ * sustains) compares the work per request at the same pace.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

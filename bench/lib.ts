@@ -328,7 +328,9 @@ export function cpuMs(pid: number): number {
 /**
  * CPU ms (user + system) of a process's main thread, and the sum of its other threads (V8's
  * compiler and collector threads, libuv's pool, LMDB's): where a proxy's CPU goes besides its
- * event loop. Zero for a process that is gone.
+ * event loop. Zero for a process that is gone; a thread that ended between two readings takes its
+ * time with it (cpuMs, from the process's own line, keeps it), so compare readings of processes
+ * whose threads live as long as they do (Node's and LMDB's do).
  */
 export function threadCpuMs(pid: number): { main: number; others: number } {
   let main = 0;
