@@ -312,17 +312,22 @@ export function procStatus(pid: number): Record<string, number> {
 
 const CLK_TCK = 100; // getconf CLK_TCK on Linux (USER_HZ), fixed at 100 on every mainstream kernel
 
-/** CPU time (user + system, all threads) a process has used so far, in ms. */
-export function cpuMs(pid: number): number {
+/** CPU ms (user + system) in a /proc `stat` file (a process's, or one thread's under task/); 0 when it is gone. */
+function statCpuMs(path: string): number {
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    text = readFileSync(path, 'utf8');
   } catch {
     return 0;
   }
   // Fields after the parenthesised command name: state(3) ppid(4) … utime(14) stime(15).
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
   return ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK;
+}
+
+/** CPU time (user + system, all threads) a process has used so far, in ms. */
+export function cpuMs(pid: number): number {
+  return statCpuMs(`/proc/${pid}/stat`);
 }
 
 /**
@@ -342,14 +347,7 @@ export function threadCpuMs(pid: number): { main: number; others: number } {
     return { main, others };
   }
   for (const tid of tids) {
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    } catch {
-      continue; // ended meanwhile
-    }
-    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    const ms = ((Number(rest[11]) + Number(rest[12])) * 1000) / CLK_TCK;
+    const ms = statCpuMs(`/proc/${pid}/task/${tid}/stat`); // 0 for a thread that ended meanwhile
     if (Number(tid) === pid) main += ms;
     else others += ms;
   }
