@@ -5,7 +5,8 @@ import { log } from '../../log.js';
 import { tell, tellCommitted } from '../common.js';
 import { RetryQueue } from '../retry.js';
 import { addDailyRows, addHeld, callAccount, callHeld, chargeRow, countInDaily, countInWindow, heldToRow, processToRow, responseToRow, rowToAccount, rowToResponse, slotToRow, usageToRow, windowCount, windowStart, type DailyRow, type RateRow, type ResponseRow } from '../rows.js';
-import { AccountCache } from './account-cache.js';
+import type { AccountCache } from './account-cache.js';
+import { CommittedRows } from './committed-rows.js';
 import { LmdbUsage } from './usage.js';
 
 /** Told the outcome of step 7 (rate window, concurrency slot): null admitted, else the refusal. */
@@ -44,6 +45,8 @@ export class LmdbLedger extends LmdbUsage {
   protected readonly retries = new RetryQueue<RecordEntry | ReleaseEntry>((items) => Promise.resolve(this.commitRetries(items)));
 
   protected flushScheduled = false;
+  /** The ledger's transactions, and the rows every call's read as the last one left them. */
+  protected readonly committedRows = new CommittedRows(this.root, this.accounts);
 
   /**
    * The calls whose entries in flight this process wrote and has not ended: call id → [account,
@@ -172,14 +175,12 @@ export class LmdbLedger extends LmdbUsage {
     const held: Array<Refusal | null> = [];
     let failure: unknown = null;
     try {
-      this.root.transactionSync(() => {
-        const accounts = new AccountCache(this.accounts);
+      this.committedRows.transact((accounts) => {
         this.applyRecords(records, accounts);
         for (const [key, callId] of releases) this.endCall(key.id, callId, accounts);
         this.countRequests(admits, admitted);
         this.holdOnAdmission(admits, admitted, holds, accounts);
         this.placeHolds(holds, accounts, held);
-        accounts.writeBack();
         if (this.heartbeatDue && this.owner !== null) {
           this.heartbeatDue = false;
           this.processes.put(this.owner, processToRow(Date.now(), this.proof));
@@ -219,13 +220,11 @@ export class LmdbLedger extends LmdbUsage {
    * own (a group commit of new calls never waits on it); returns how many were committed.
    */
   protected commitRetries(items: readonly (RecordEntry | ReleaseEntry)[]): number {
-    this.root.transactionSync(() => {
-      const accounts = new AccountCache(this.accounts);
+    this.committedRows.transact((accounts) => {
       for (const item of items) {
         if (item.length === 2) this.endCall(item[0].id, item[1], accounts);
         else this.applyRecords([item], accounts);
       }
-      accounts.writeBack();
     });
     return items.length;
   }
@@ -247,7 +246,7 @@ export class LmdbLedger extends LmdbUsage {
     for (const [key, callId, now] of admits) {
       let window: RateRow | undefined;
       if (key.rpm !== null) {
-        window = windows.get(key.id) ?? this.rate.get(key.id);
+        window = windows.get(key.id) ?? this.committedRows.windows.get(key.id) ?? this.rate.get(key.id);
         if (window === undefined || windowOver(windowStart(window), now)) window = [now, 0];
         windows.set(key.id, window);
         if (windowCount(window) >= key.rpm) {
@@ -266,7 +265,10 @@ export class LmdbLedger extends LmdbUsage {
       if (window !== undefined) countInWindow(window);
       decisions.push([null, 0]);
     }
-    for (const [keyId, window] of windows) this.rate.put(keyId, window);
+    for (const [keyId, window] of windows) {
+      this.rate.put(keyId, window);
+      this.committedRows.windows.set(keyId, window);
+    }
   }
 
   /**
@@ -381,9 +383,13 @@ export class LmdbLedger extends LmdbUsage {
     for (const [dayKey, add] of days.values()) this.addDaily(dayKey, add);
   }
 
+  /** Adds to a day's totals (key id, day, model); inside `committedRows.transact` only. */
   protected addDaily(dayKey: [string, string, string], add: DailyRow): void {
-    const row = this.daily.get(dayKey);
-    this.daily.put(dayKey, row === undefined ? add : addDailyRows(row, add));
+    const id = dayKey.join('\n');
+    const row = this.committedRows.days.get(id) ?? this.daily.get(dayKey);
+    const total = row === undefined ? add : addDailyRows(row, add);
+    this.daily.put(dayKey, total);
+    this.committedRows.days.set(id, total);
   }
 }
 

@@ -2,7 +2,6 @@ import { interruptedRecord } from '../../domain/rules.js';
 import { log } from '../../log.js';
 import { newInstanceId, ownProof, proofFrom, proofText, provenGone } from '../instance.js';
 import { callOwner, chargeRow, isCreditRow, processToRow, rowToCall, rowToProcess, usageToRow, type ProcessRow } from '../rows.js';
-import { AccountCache } from './account-cache.js';
 import { LmdbLedger } from './ledger.js';
 
 /** A serving process writes its heartbeat this often … */
@@ -86,8 +85,7 @@ export class LmdbLiveness extends LmdbLedger {
     }
     if (orphans.length === 0 && dead.size === 0) return 0;
     let settled = 0;
-    this.root.transactionSync(() => {
-      const accounts = new AccountCache(this.accounts);
+    this.committedRows.transact((accounts) => {
       for (const [keyId, callId] of orphans) {
         const row = this.calls.get([keyId, callId]);
         if (row === undefined || live.has(callOwner(row))) continue;
@@ -102,7 +100,6 @@ export class LmdbLiveness extends LmdbLedger {
         this.usage.put([keyId, record.at, callId], usageToRow(record));
         this.addDaily([keyId, this.dayOf(record.at), record.model], [1, credit ? call.interruptedCharge : 0, record.tokensCharged]);
       }
-      accounts.writeBack();
       for (const owner of dead) this.processes.remove(owner);
     });
     if (settled > 0) log('warn', 'orphaned_calls_settled', { calls: settled, owners: [...dead].length });
