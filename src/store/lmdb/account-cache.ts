@@ -3,8 +3,8 @@ import type { AccountRow } from '../rows.js';
 
 /**
  * The accounts touched by one transaction: each read once and written back once, however many
- * holds, releases and charges of the group fall on it. `committed`: the rows as the previous
- * group commit left them (see CommittedRows), read instead of the store and kept up to date.
+ * holds, releases and charges of the group fall on it. `committed`: the rows as the last
+ * ledger transaction left them (committed-rows.ts), read instead of the store and kept up to date.
  */
 export class AccountCache {
   private readonly rows = new Map<string, AccountRow | undefined>();
