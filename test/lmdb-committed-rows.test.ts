@@ -1,6 +1,6 @@
 /**
  * On LMDB, a transaction of the ledger that directly follows the last one reads the rows every
- * call touches (account, rate window, day totals) as that one left them, not from the store
+ * call touches (account, rate window, day totals, the model's switch) as that one left them, not from the store
  * (src/store/lmdb/committed-rows.ts). Those rows are never trusted past a transaction that came
  * between, of another process or of this one, nor past a transaction that failed after changing
  * them. In process, on a real data directory, with `tollgate keys topup` run as a process of its
@@ -32,6 +32,10 @@ const hold = (store: Store, key: KeyRecord, callId: string): Promise<string | nu
 const settle = (store: Store, key: KeyRecord, callId: string): Promise<unknown> =>
   new Promise((resolve) => store.record(key, record(callId), { nano: CHARGE, tokens: 0 }, { committed: resolve }));
 
+/** Steps 3–7, 9, 10 and the hold in one commit, as the server admits a call: the refusal or null. */
+const admitHolding = (store: Store, key: KeyRecord, callId: string): Promise<string | null> =>
+  new Promise((resolve) => store.admitHolding(key.hash, 'credit', callId, { credit: HOLD, token: HOLD }, (_, refusal) => resolve(refusal)));
+
 /** One whole call on `store`: admitted (its rate window counted), held, settled. */
 async function call(t: Tap.Test, store: Store, key: KeyRecord, callId: string): Promise<void> {
   t.equal(await admit(store, key, callId), null, `${callId} admitted`);
@@ -39,7 +43,7 @@ async function call(t: Tap.Test, store: Store, key: KeyRecord, callId: string): 
   t.equal(await settle(store, key, callId), null, `${callId} settled`);
 }
 
-async function opened(t: Tap.Test, rpm: number | null): Promise<{ dir: string; store: Store; key: KeyRecord }> {
+async function opened(t: Tap.Test, rpm: number | null, models: string[] | null = null): Promise<{ dir: string; store: Store; key: KeyRecord }> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-committed-rows-'));
   const store = Store.open(dir, { fsync: 'interval', fsyncIntervalMs: 1000 });
   t.teardown(async () => {
@@ -47,7 +51,7 @@ async function opened(t: Tap.Test, rpm: number | null): Promise<{ dir: string; s
     rmSync(dir, { recursive: true, force: true });
   });
   await store.serveCalls();
-  const key = await store.createKey({ hash: 'e'.repeat(64), prefix: 'gw_live_eeee', name: null, mode: 'credit', models: null, rpm, concurrency: null, expiresAt: null, amount: BALANCE });
+  const key = await store.createKey({ hash: 'e'.repeat(64), prefix: 'gw_live_eeee', name: null, mode: 'credit', models, rpm, concurrency: null, expiresAt: null, amount: BALANCE });
   return { dir, store, key };
 }
 
@@ -95,4 +99,34 @@ t.test('a transaction of this process outside the ledger comes between as well',
   await store.topUp(key.account, 7_000);
   await call(t, store, key, 'call_2');
   t.equal((await store.account(key.account))?.balanceNano, BALANCE + 7_000 - 2 * CHARGE, 'the top-up kept');
+});
+
+t.test('a model switched off or on between two calls is obeyed at the next', async (t) => {
+  const { dir, store, key } = await opened(t, null);
+  t.equal(await admitHolding(store, key, 'call_1'), null, 'admitted and held while the model is on');
+  t.equal(await settle(store, key, 'call_1'), null, 'settled');
+  // Switched off by another process (a second store on the environment, as the CLI or a worker).
+  const other = Store.open(dir, { fsync: 'interval', fsyncIntervalMs: 1000 });
+  t.teardown(() => other.close());
+  await other.setModelSwitch('m', false);
+  t.equal(await admitHolding(store, key, 'call_2'), 'model_not_available', 'refused once another process switched it off');
+  t.equal(await admitHolding(store, key, 'call_3'), 'model_not_available', 'and at the call after, in the transaction that follows');
+  // Switched on again in this process (the admin API's way): its own transaction, not the ledger's.
+  await store.setModelSwitch('m', true);
+  t.equal(await admitHolding(store, key, 'call_4'), null, 'admitted once switched on in this process');
+  t.equal(await settle(store, key, 'call_4'), null, 'settled');
+  t.equal((await store.account(key.account))?.balanceNano, BALANCE - 2 * CHARGE, 'the two calls admitted charged, the refused ones nothing');
+});
+
+t.test('a transaction that wrote nothing leaves the rows to be read again after another process commits', async (t) => {
+  // LMDB does not number a transaction that writes nothing: the next one, of any process, takes
+  // its id. A call refused at step 9 by a key without a rate or concurrency limit writes nothing.
+  const { dir, store, key } = await opened(t, null, ['m']);
+  await call(t, store, key, 'call_1');
+  const refused = { ...HOLD, model: 'not-on-the-list' };
+  const refusal = await new Promise((resolve) => store.admitHolding(key.hash, 'credit', 'call_2', { credit: refused, token: refused }, (_, r) => resolve(r)));
+  t.equal(refusal, 'model_not_allowed', 'refused at step 9, nothing written');
+  execFileSync(process.execPath, [CLI, 'keys', 'topup', key.id, '--usd', '0.01', '--data', dir], { stdio: 'ignore' });
+  await call(t, store, key, 'call_3');
+  t.equal((await store.account(key.account))?.balanceNano, BALANCE + 10_000_000 - 2 * CHARGE, 'the top-up kept: the call read the account again');
 });

@@ -20,11 +20,15 @@ export class AccountCache {
     return row;
   }
 
-  writeBack(): void {
+  /** Writes every account read back; whether there was one. */
+  writeBack(): boolean {
+    let wrote = false;
     for (const [id, row] of this.rows) {
       if (row === undefined) continue;
       this.db.put(id, row);
       this.committed?.set(id, row);
+      wrote = true;
     }
+    return wrote;
   }
 }

@@ -7,8 +7,8 @@ const MAX_ROWS = 4096;
 
 /**
  * The ledger's transactions (group commits, retries, the orphan sweep), and the rows that every
- * call's transactions read and write — accounts, rate windows, day totals — as the last of them
- * left them.
+ * call's transactions write — accounts, rate windows, day totals — or read — models' switches — as
+ * the last of them left them.
  *
  * LMDB numbers write transactions in sequence, across every process that opens the store. A
  * transaction whose id directly follows the last one run here starts from exactly the state that
@@ -20,18 +20,29 @@ const MAX_ROWS = 4096;
  * or another worker is read from the store, as before. Every write this process makes to the
  * store is a synchronous transaction of its own (never lmdb-js's asynchronous batches, which a
  * synchronous transaction may join), so no write of this process goes unseen by the ids either.
+ *
+ * LMDB does not number a transaction that writes nothing: the next one, of any process, takes its
+ * id. So a transaction counts as committed under its own id only when it wrote one of these rows
+ * (every hold and settlement writes its account); otherwise the rows stand for the state before
+ * it, the last id's, which is exactly what they hold, and a transaction of another process taking
+ * the unused id is seen as one that came between.
  */
 export class CommittedRows {
   readonly accounts = new Map<string, AccountRow>();
-  readonly windows = new Map<string, RateRow>();
+  private readonly windows = new Map<string, RateRow>();
   /** By key id, day and model, joined with '\n'. */
-  readonly days = new Map<string, DailyRow>();
-  /** The id of the last transaction committed here; -2 when the rows are forgotten. */
+  private readonly days = new Map<string, DailyRow>();
+  /** Models' run-time switches as read (undefined: none set); only issuer changes write them. */
+  private readonly switches = new Map<string, boolean | undefined>();
+  /** The id of the last transaction whose state the rows hold; -2 when they are forgotten. */
   private committedIn = -2;
+  /** The running transaction wrote one of the rows (so LMDB numbers it). */
+  private wrote = false;
 
   constructor(
     private readonly root: RootDatabase,
     private readonly accountsDb: Database<AccountRow, string>,
+    private readonly switchesDb: Database<boolean, string>,
   ) {}
 
   /**
@@ -43,19 +54,51 @@ export class CommittedRows {
     try {
       this.root.transactionSync(() => {
         id = this.root.getWriteTxnId();
-        if (id !== this.committedIn + 1 || this.accounts.size > MAX_ROWS || this.windows.size > MAX_ROWS || this.days.size > MAX_ROWS) this.forget();
+        if (id !== this.committedIn + 1 || this.accounts.size > MAX_ROWS || this.windows.size > MAX_ROWS || this.days.size > MAX_ROWS || this.switches.size > MAX_ROWS) this.forget();
+        this.wrote = false;
         const accounts = new AccountCache(this.accountsDb, this.accounts);
         body(accounts);
-        accounts.writeBack();
+        if (accounts.writeBack()) this.wrote = true;
       });
-      this.committedIn = id;
+      this.committedIn = this.wrote ? id : id - 1;
     } catch (err) {
       this.forget();
       throw err;
     }
   }
 
+  /** A key's rate window as the last transaction left it, if kept; inside `transact` only. */
+  window(keyId: string): RateRow | undefined {
+    return this.windows.get(keyId);
+  }
+
+  /** A key's rate window, written in the running transaction. */
+  wroteWindow(keyId: string, row: RateRow): void {
+    this.windows.set(keyId, row);
+    this.wrote = true;
+  }
+
+  /** A day's totals (id: key id, day and model, joined with '\n') as the last transaction left them, if kept. */
+  day(id: string): DailyRow | undefined {
+    return this.days.get(id);
+  }
+
+  /** A day's totals, written in the running transaction. */
+  wroteDay(id: string, row: DailyRow): void {
+    this.days.set(id, row);
+    this.wrote = true;
+  }
+
+  /** A model's run-time switch (step 10); inside `transact` only. */
+  switchOf(model: string): boolean | undefined {
+    if (this.switches.has(model)) return this.switches.get(model);
+    const on = this.switchesDb.get(model);
+    this.switches.set(model, on);
+    return on;
+  }
+
   private forget(): void {
+    this.switches.clear();
     this.accounts.clear();
     this.windows.clear();
     this.days.clear();

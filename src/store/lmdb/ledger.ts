@@ -46,7 +46,7 @@ export class LmdbLedger extends LmdbUsage {
 
   protected flushScheduled = false;
   /** The ledger's transactions, and the rows every call's read as the last one left them. */
-  protected readonly committedRows = new CommittedRows(this.root, this.accounts);
+  protected readonly committedRows = new CommittedRows(this.root, this.accounts, this.modelSwitches);
 
   /**
    * The calls whose entries in flight this process wrote and has not ended: call id → [account,
@@ -103,10 +103,10 @@ export class LmdbLedger extends LmdbUsage {
    * What a hold checks before the funds, read now as every other read of the request path:
    * step 10's run-time switch, then the responses the call continues (a foreign or unknown one is
    * refused, and nothing is held). The refusal, or the owner record of the last response
-   * continued (null: none).
+   * continued (null: none). `switched`: the model's switch, when read inside a transaction.
    */
-  protected beforeHold(key: KeyRecord, hold: Hold): Refusal | ResponseOwner | null {
-    if (!modelSwitchedOn(this.modelSwitches.get(hold.model), hold.enabledByDefault)) return 'model_not_available';
+  protected beforeHold(key: KeyRecord, hold: Hold, switched = this.modelSwitches.get(hold.model)): Refusal | ResponseOwner | null {
+    if (!modelSwitchedOn(switched, hold.enabledByDefault)) return 'model_not_available';
     if (hold.previousResponses === null) return null;
     return this.madeAll(key.account, hold.previousResponses) ?? 'previous_response_not_found';
   }
@@ -246,7 +246,7 @@ export class LmdbLedger extends LmdbUsage {
     for (const [key, callId, now] of admits) {
       let window: RateRow | undefined;
       if (key.rpm !== null) {
-        window = windows.get(key.id) ?? this.committedRows.windows.get(key.id) ?? this.rate.get(key.id);
+        window = windows.get(key.id) ?? this.committedRows.window(key.id) ?? this.rate.get(key.id);
         if (window === undefined || windowOver(windowStart(window), now)) window = [now, 0];
         windows.set(key.id, window);
         if (windowCount(window) >= key.rpm) {
@@ -267,7 +267,7 @@ export class LmdbLedger extends LmdbUsage {
     }
     for (const [keyId, window] of windows) {
       this.rate.put(keyId, window);
-      this.committedRows.windows.set(keyId, window);
+      this.committedRows.wroteWindow(keyId, window);
     }
   }
 
@@ -281,7 +281,7 @@ export class LmdbLedger extends LmdbUsage {
     for (let i = 0; i < admits.length; i++) {
       const [key, callId, , , hold, held] = admits[i]!;
       if (hold === null || decisions[i]![0] !== null) continue;
-      const checked = modelAllowed(key, hold.model) ? this.beforeHold(key, hold) : 'model_not_allowed';
+      const checked = modelAllowed(key, hold.model) ? this.beforeHold(key, hold, this.committedRows.switchOf(hold.model)) : 'model_not_allowed';
       if (typeof checked === 'string') {
         this.endCall(key.id, callId, accounts);
         decisions[i] = [checked, 0];
@@ -386,10 +386,10 @@ export class LmdbLedger extends LmdbUsage {
   /** Adds to a day's totals (key id, day, model); inside `committedRows.transact` only. */
   protected addDaily(dayKey: [string, string, string], add: DailyRow): void {
     const id = dayKey.join('\n');
-    const row = this.committedRows.days.get(id) ?? this.daily.get(dayKey);
+    const row = this.committedRows.day(id) ?? this.daily.get(dayKey);
     const total = row === undefined ? add : addDailyRows(row, add);
     this.daily.put(dayKey, total);
-    this.committedRows.days.set(id, total);
+    this.committedRows.wroteDay(id, total);
   }
 }
 
