@@ -22,10 +22,11 @@ const MAX_ROWS = 4096;
  * synchronous transaction may join), so no write of this process goes unseen by the ids either.
  *
  * LMDB does not number a transaction that writes nothing: the next one, of any process, takes its
- * id. So a transaction counts as committed under its own id only when it wrote one of these rows
- * (every hold and settlement writes its account); otherwise the rows stand for the state before
- * it, the last id's, which is exactly what they hold, and a transaction of another process taking
- * the unused id is seen as one that came between.
+ * id. So a transaction counts as committed under its own id only when it is known to have written
+ * (every hold and settlement writes its account; a group of nothing but the heartbeat says so);
+ * otherwise the rows stand for the state before it, the last id's, which is exactly what they
+ * hold, and a transaction of another process taking the unused id is seen as one that came
+ * between. A transaction that wrote without saying so only costs the next one its reads.
  */
 export class CommittedRows {
   readonly accounts = new Map<string, AccountRow>();
@@ -86,6 +87,11 @@ export class CommittedRows {
   /** A day's totals, written in the running transaction. */
   wroteDay(id: string, row: DailyRow): void {
     this.days.set(id, row);
+    this.wrote = true;
+  }
+
+  /** A row not kept here was written in the running transaction (LMDB numbers it all the same). */
+  wroteOther(): void {
     this.wrote = true;
   }
 

@@ -33,12 +33,10 @@ const HANDED_TO_HOLD: [null, number] = [null, -1];
  * alone is committed as soon as its callback returns: schedule).
  */
 export class LmdbLedger extends LmdbUsage {
+  // What this turn's group commit will decide (flush).
   protected admits: AdmitEntry[] = [];
-
   protected holds: HoldEntry[] = [];
-
   protected releases: ReleaseEntry[] = [];
-
   protected records: RecordEntry[] = [];
 
   /** Settlements and releases of a failed commit, tried again in order (store/retry.ts). */
@@ -184,6 +182,7 @@ export class LmdbLedger extends LmdbUsage {
         if (this.heartbeatDue && this.owner !== null) {
           this.heartbeatDue = false;
           this.processes.put(this.owner, processToRow(Date.now(), this.proof));
+          this.committedRows.wroteOther();
         }
       });
     } catch (err) {
