@@ -7,12 +7,11 @@
  * own and a second store on the same environment as another serving process.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Store } from '../src/store/lmdb/store.js';
 import { PLAIN_USAGE_DETAIL, type Hold, type KeyRecord, type UsageRecord } from '../src/domain/types.js';
+import { servingBeside, servingStore } from './helpers/lmdb-store.js';
 
 const CLI = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
 const AT = Date.UTC(2027, 0, 1, 12);
@@ -44,13 +43,7 @@ async function call(t: Tap.Test, store: Store, key: KeyRecord, callId: string): 
 }
 
 async function opened(t: Tap.Test, rpm: number | null, models: string[] | null = null): Promise<{ dir: string; store: Store; key: KeyRecord }> {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-committed-rows-'));
-  const store = Store.open(dir, { fsync: 'interval', fsyncIntervalMs: 1000 });
-  t.teardown(async () => {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  await store.serveCalls();
+  const { dir, store } = await servingStore(t, 'committed-rows');
   const key = await store.createKey({ hash: 'e'.repeat(64), prefix: 'gw_live_eeee', name: null, mode: 'credit', models, rpm, concurrency: null, expiresAt: null, amount: BALANCE });
   return { dir, store, key };
 }
@@ -61,9 +54,7 @@ t.test('what another process commits between two calls is read from the store', 
   // A top-up by the CLI, a process of its own: $0.01 is 10,000,000 nUSD.
   execFileSync(process.execPath, [CLI, 'keys', 'topup', key.id, '--usd', '0.01', '--data', dir], { stdio: 'ignore' });
   // A call served by another process: the same account, rate window and day totals.
-  const other = Store.open(dir, { fsync: 'interval', fsyncIntervalMs: 1000 });
-  t.teardown(() => other.close());
-  await other.serveCalls();
+  const other = await servingBeside(t, dir);
   await call(t, other, key, 'call_other');
   await call(t, store, key, 'call_2');
 

@@ -6,12 +6,10 @@
  * Either way, what was queued before the commit runs goes into the one commit. In process, on a
  * real data directory.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t from 'tap';
-import { Store } from '../src/store/lmdb/store.js';
+import type { Store } from '../src/store/lmdb/store.js';
 import { PLAIN_USAGE_DETAIL, type Hold, type KeyRecord, type UsageRecord } from '../src/domain/types.js';
+import { servingStore } from './helpers/lmdb-store.js';
 
 const HOLD: Hold = { amount: 5000, interruptedCharge: 100, interruptedInputTokens: 10, endpoint: 'chat', model: 'm', enabledByDefault: true, stream: false, at: Date.UTC(2027, 0, 1), previousResponses: null };
 const CHARGE = 1234;
@@ -40,13 +38,7 @@ function firstOf(queue: (told: () => void) => void): Promise<'commit' | 'end of 
 const lastTxn = (store: Store): number => (store as unknown as { root: { getStats(): { lastTxnId: number } } }).root.getStats().lastTxnId;
 
 t.test('a lone call is committed before the end of its turn; with another in flight, at the end of it', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-lone-commit-'));
-  const store = Store.open(dir, { fsync: 'interval', fsyncIntervalMs: 1000 });
-  t.teardown(async () => {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  await store.serveCalls();
+  const { store } = await servingStore(t, 'lone-commit');
   const key: KeyRecord = await store.createKey({ hash: 'a'.repeat(64), prefix: 'gw_live_aaaa', name: null, mode: 'credit', models: null, rpm: null, concurrency: null, expiresAt: null, amount: 1_000_000 });
   const hold = (callId: string) => (told: () => void): void => store.hold(key, callId, HOLD, told);
   const settle = (callId: string) => (told: () => void): void => store.record(key, record(callId), { nano: CHARGE, tokens: 0 }, { committed: told });

@@ -10,12 +10,12 @@ export class AccountCache {
   private readonly rows = new Map<string, AccountRow | undefined>();
   constructor(
     private readonly db: Database<AccountRow, string>,
-    private readonly committed: Map<string, AccountRow> | null = null,
+    private readonly committed: Map<string, AccountRow>,
   ) {}
 
   get(id: string): AccountRow | undefined {
     if (this.rows.has(id)) return this.rows.get(id);
-    const row = this.committed?.get(id) ?? this.db.get(id);
+    const row = this.committed.get(id) ?? this.db.get(id);
     this.rows.set(id, row);
     return row;
   }
@@ -26,7 +26,7 @@ export class AccountCache {
     for (const [id, row] of this.rows) {
       if (row === undefined) continue;
       this.db.put(id, row);
-      this.committed?.set(id, row);
+      this.committed.set(id, row);
       wrote = true;
     }
     return wrote;
