@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t from 'tap';
-import { ADMIN_TOKEN, post, runCli, startGateway, usageOf, type Binary } from './helpers/harness.js';
+import { ADMIN_TOKEN, childPids, post, runCli, startGateway, usageOf, type Binary } from './helpers/harness.js';
 import { parseMetrics, seriesOf } from './helpers/prometheus.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -150,7 +150,7 @@ t.test('keys and serve from an empty environment: both SDKs on both surfaces, bi
 
 t.test('serve --workers 2: the workers are the binary, and billing and metrics stay exact across them', async (t) => {
   const gw = await startGateway(t, { executable: BINARY, workers: 2, admin: true });
-  const workers = readFileSync(`/proc/${gw.proc.pid}/task/${gw.proc.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+  const workers = childPids(gw.proc.pid!);
   t.equal(workers.length, 2, 'two workers');
   for (const pid of workers) t.equal(readlinkSync(`/proc/${pid}/exe`), realpathSync(BINARY), `worker ${pid} runs the binary`);
   // Enough for the holds of 40 calls in flight at once (each holds its worst case until it settles).

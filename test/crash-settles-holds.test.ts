@@ -6,21 +6,15 @@
  * request's bytes, in tokens, at the input price). Nothing stays held; nothing is billed twice;
  * the balance is the opening balance minus the records' costs.
  */
-import { readFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { eventually } from './helpers/client-gone.js';
-import { allRecords, post, startGateway, usageOf, type Harness } from './helpers/harness.js';
+import { allRecords, childPids, post, startGateway, usageOf, type Harness } from './helpers/harness.js';
 
 const STREAM = { model: 'gpt-4o-mini', max_tokens: 100, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Tell me a long story.' }] };
 /** A stream of 1,000 events 50 ms apart: still running when the process is killed. */
 const LONG = { ...STREAM, mock: { chunks: 1000, chunkDelayMs: 50 } };
 /** What an interrupted call is charged: a quarter of its request's bytes, as input tokens. */
 const interruptedTokens = (body: unknown): number => Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 4);
-
-/** The processes a process has started (its cluster workers, here). */
-function childPids(pid: number): number[] {
-  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-}
 
 /** Starts a stream and resolves once its first bytes arrived; `done` tells how it ended. */
 async function streamStarted(url: string, key: string, body: unknown): Promise<{ done: Promise<'complete' | 'broken'> }> {

@@ -14,7 +14,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
-import { allRecords, CLI, PROVIDER_ENV, startGateway, usageOf, type Backend, type Harness } from './helpers/harness.js';
+import { allRecords, childPids, CLI, PROVIDER_ENV, startGateway, usageOf, type Backend, type Harness } from './helpers/harness.js';
 import { startRedis } from './helpers/redis.js';
 
 const STREAMS = 3;
@@ -67,9 +67,8 @@ async function serveBeside(t: Test, a: Harness, env: NodeJS.ProcessEnv, nsPid?: 
 
 /** The outside pid of the process that unshare started in the namespace (its shell's child). */
 function namespacedGateway(unsharePid: number): { outside: number; inside: number } {
-  const children = (pid: number): number[] => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  const shell = children(unsharePid)[0]!;
-  const outside = children(shell)[0]!;
+  const shell = childPids(unsharePid)[0]!;
+  const outside = childPids(shell)[0]!;
   const nspid = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${outside}/status`, 'utf8'))![1]!.trim().split(/\s+/).map(Number);
   return { outside, inside: nspid[nspid.length - 1]! };
 }

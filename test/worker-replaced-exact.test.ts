@@ -6,17 +6,11 @@
  * listed twice, and the balance is the opening balance minus the records' sum, which is the
  * price of the calls recorded.
  */
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { eventually } from './helpers/client-gone.js';
-import { allRecords, post, startGateway, usageOf, type Reply } from './helpers/harness.js';
+import { allRecords, childPids, post, startGateway, usageOf, type Reply } from './helpers/harness.js';
 import { exchange, parseResponses, portOf } from './helpers/raw-http.js';
-
-/** The processes a process has started (its cluster workers, here). */
-function childPids(pid: number): number[] {
-  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-}
 
 const BODY = { model: 'gpt-4o-mini', messages: [], mock: { inputTokens: 10, outputTokens: 5 } };
 const COST_NANO = 10 * 150 + 5 * 600; // gpt-4o-mini: 10 input tokens at $0.15/M, 5 output at $0.60/M
