@@ -152,7 +152,7 @@ t.test('serve --mock --workers 2: the primary runs the mock, both workers call i
   const server = await serve(t, dir, ['--mock', '--port', '0', '--workers', '2']);
   t.equal(server.line, `tollgate listening on ${server.base} (store: lmdb ${join(dir, 'data')}) (2 workers) (mock providers)`);
   const client = new OpenAI({ apiKey: key, baseURL: `${server.base}/v1`, maxRetries: 0 });
-  // At once, so on several connections, which node:cluster spreads over the workers.
+  // At once, so on several connections, which the workers take from the shared socket.
   const answers = await Promise.all(Array.from({ length: 8 }, () => client.chat.completions.create({ model: 'gpt-5-mini', messages: [] }).withResponse()));
   t.ok(answers.every(({ data, response }) => data.choices[0]!.message.content === 'tok0 tok1 tok2 tok3 tok4 ' && response.headers.get('x-tollgate-mock') === '1'), 'every call answered by the mock, and marked');
   // Billed at the catalogue's price: 11 input and 7 output tokens a call (the mock's defaults).
