@@ -59,5 +59,5 @@ t.test('connections opened while a worker is stopped, then killed, are all answe
   const ended = allAnswered ?? (await within(outcomes, 10_000));
   t.not(ended, null, 'every connection ended once the stopped worker was killed');
   t.same(ended, calls.map(() => 'answered'), 'every connection answered');
-  t.ok(childPids(gw.proc.pid!).includes(survivor!), 'the other worker still serves');
+  t.ok(childPids(gw.proc.pid!).includes(survivor!), 'the other worker is still running');
 });
