@@ -22,6 +22,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import t from 'tap';
 import { ADMIN_TOKEN, childPids, post, runCli, startGateway, usageOf, type Binary } from './helpers/harness.js';
+import { connectionsOutliveAStoppedWorker } from './helpers/worker-death.js';
 import { parseMetrics, seriesOf } from './helpers/prometheus.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -170,6 +171,10 @@ t.test('serve --workers 2: the workers are the binary, and billing and metrics s
   t.equal(remote.code, 0, remote.stderr);
   t.equal(JSON.parse(remote.stdout)[0]?.balanceUsd, usage.key.balanceUsd, 'keys list --admin-url: the same balance');
   t.equal(await gw.stop(), 0, 'exit 0 on SIGTERM');
+});
+
+t.test('serve --workers 2: connections opened while a worker is stopped, then killed, are all answered by the other', async (t) => {
+  await connectionsOutliveAStoppedWorker(t, await startGateway(t, { executable: BINARY, workers: 2 }));
 });
 
 t.test('SIGTERM drains the calls in flight, which are billed, then exits 0', async (t) => {

@@ -310,14 +310,15 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
     let sweeper: RetentionSweeper | null = null;
     const metrics = clusterMetrics();
     const credentialWatch = new ClusterCredentialWatch();
-    // A worker of the single binary (a Node.js SEA) is started as `EXECUTABLE EXEC ARGS…` but sees
-    // the executable's path once more before EXEC, so EXEC must be the first argument itself.
-    if (isSea()) cluster.setupPrimary({ exec: process.argv[2]!, args: process.argv.slice(3) });
     // The workers accept from the shared socket themselves. Under node:cluster's round-robin the
     // primary accepts and hands each connection over IPC; one handed to a worker that dies before
     // acknowledging it stays open in the primary, unanswered, for ever. Taken by the workers, a
     // connection waits in the kernel's queue for a live one, or is closed with the one that died.
+    // Set first: the first setupPrimary() or fork() freezes it.
     cluster.schedulingPolicy = cluster.SCHED_NONE;
+    // A worker of the single binary (a Node.js SEA) is started as `EXECUTABLE EXEC ARGS…` but sees
+    // the executable's path once more before EXEC, so EXEC must be the first argument itself.
+    if (isSea()) cluster.setupPrimary({ exec: process.argv[2]!, args: process.argv.slice(3) });
     for (let i = 0; i < workers; i++) cluster.fork(workerEnv);
     cluster.on('message', (worker, message: { listening?: string } & RotationMessage) => {
       credentialWatch.heard(worker, message);
