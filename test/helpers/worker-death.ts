@@ -10,6 +10,7 @@
  * death would; under round-robin it is handed one of the connections all the same.
  */
 import { connect } from 'node:net';
+import type { Test } from 'tap';
 import { childPids, type Harness } from './harness.js';
 import { parseResponses, portOf } from './raw-http.js';
 
@@ -37,19 +38,11 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
   }
 }
 
-interface Asserts {
-  equal(found: unknown, wanted: unknown, message: string): void;
-  not(found: unknown, notWanted: unknown, message: string): void;
-  same(found: unknown, wanted: unknown, message: string): void;
-  ok(value: unknown, message: string): void;
-  teardown(fn: () => unknown): void;
-}
-
 /**
  * On a gateway serving with `--workers 2`: stops one worker, opens eight connections, each with a
  * refused call, then kills the stopped worker. Every connection is answered by the other.
  */
-export async function connectionsOutliveAStoppedWorker(t: Asserts, gw: Harness): Promise<void> {
+export async function connectionsOutliveAStoppedWorker(t: Test, gw: Harness): Promise<void> {
   const port = portOf(gw.base);
   const [victim, survivor] = childPids(gw.proc.pid!);
   process.kill(victim!, 'SIGSTOP');
