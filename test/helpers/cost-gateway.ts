@@ -44,6 +44,8 @@ export interface WindowReport {
     transactions: number;
     /** lmdb-js read-snapshot timers run at the end of their turn (see the fixture). */
     readSnapshotResets: number;
+    /** The access log's batch timers run at the end of their turn (see the fixture). */
+    accessLogTimers: number;
   };
 }
 
