@@ -26,7 +26,9 @@
  *   access-log write done.
  * - In the gateway's process (the fixture says how): the store's intervals wait during a window,
  *   `performance.now` advances a fixed step per reading (durations take the same characters),
- *   lmdb-js's read-snapshot timer runs at the end of its turn rather than 1 ms later, the
+ *   lmdb-js's read-snapshot timer runs at the end of its turn rather than 1 ms later, and so
+ *   does the access log's batch timer (each call's line a write of its own, however fast the
+ *   machine runs the next call), the
  *   gateway's own young collection and the sweeping of the full collection are done before the
  *   window; the access log goes to a file, which nothing has to keep up with.
  * - glibc's malloc, told its mmap threshold and one arena (MALLOC): lmdb-js keeps native
