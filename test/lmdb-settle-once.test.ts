@@ -15,7 +15,6 @@ function record(callId: string): UsageRecord {
   return { at: HOLD.at, callId, requestId: callId, endpoint: 'chat', model: 'm', stream: false, status: 200, inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0, costNano: 1234, tokensCharged: 15, error: null, estimated: false, clientGone: false, ...PLAIN_USAGE_DETAIL };
 }
 
-
 const hold = (store: Store, key: Parameters<Store['hold']>[0], callId: string): Promise<unknown> => new Promise((resolve) => store.hold(key, callId, HOLD, resolve));
 const settle = (store: Store, key: Parameters<Store['hold']>[0], callId: string): Promise<unknown> => new Promise((resolve) => store.record(key, record(callId), { nano: 1234, tokens: 0 }, { committed: resolve }));
 

@@ -9,22 +9,18 @@
  * Made deterministic with SIGSTOP: a stopped worker takes nothing, as a worker a moment from
  * death would; under round-robin it is handed one of the connections all the same.
  */
-import { connect } from 'node:net';
 import type { Test } from 'tap';
 import { childPids, type Harness } from './harness.js';
-import { parseResponses, portOf } from './raw-http.js';
+import { exchange, parseResponses, portOf } from './raw-http.js';
 
-/** A refused call on a connection of its own: how it ended, and whether it was answered so far. */
+/** A refused call on a connection of its own (raw-http's exchange): how it ended, and whether it was answered (false until it ended). */
 function refusedCall(port: number): { ended: Promise<'answered' | 'closed'>; answered: () => boolean } {
-  let data = Buffer.alloc(0);
-  const socket = connect(port, '127.0.0.1', () => socket.write('GET /v1/nope HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n'));
-  socket.on('data', (d: Buffer) => (data = Buffer.concat([data, d])));
-  const answered = (): boolean => parseResponses(data).responses.length === 1;
-  const ended = new Promise<'answered' | 'closed'>((resolve) => {
-    socket.on('error', () => {});
-    socket.on('close', () => resolve(answered() ? 'answered' : 'closed'));
+  let answered = false;
+  const ended = exchange(port, 'GET /v1/nope HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n').then(({ data }) => {
+    answered = parseResponses(data).responses.length === 1;
+    return answered ? 'answered' : 'closed';
   });
-  return { ended, answered };
+  return { ended, answered: () => answered };
 }
 
 /** `promise`'s value, or null when it has not settled within `ms`. */
