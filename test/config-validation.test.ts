@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { CLI, defaultConfig, PROVIDER_ENV, runCli } from './helpers/harness.js';
+import { unlistenedPort } from './helpers/ports.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -126,18 +127,6 @@ t.test('a valid configuration starts', async (t) => {
   t.equal(r.code, 0, 'and exits 0 on SIGTERM');
 });
 
-/** A port nobody listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** Occupies a port, so that a server told to use it could not start. */
 function occupy(port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -150,8 +139,8 @@ function occupy(port: number): Promise<Server> {
 const portOf = (url: string | null): number => Number(new URL(url!).port);
 
 t.test('port and data directory: flag > environment > file', async (t) => {
-  const filePort = await freePort();
-  const envPort = await freePort();
+  const filePort = await unlistenedPort();
+  const envPort = await unlistenedPort();
   const fileData = join(dir, 'from-file');
   const envData = join(dir, 'from-env');
   const flagData = join(dir, 'from-flag');
@@ -216,7 +205,7 @@ t.test('a config file without dataDir keeps its data in ./data of the working di
 
 t.test('a file that sets only some sections keeps the built-in defaults for the rest', async (t) => {
   const file = join(dir, 'only-port.json');
-  const port = await freePort();
+  const port = await unlistenedPort();
   writeFileSync(file, JSON.stringify({ server: { host: '127.0.0.1', port } }));
   const served = await serve(['--config', file, '--data', data]);
   t.equal(served.code, 0, served.stderr);

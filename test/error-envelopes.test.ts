@@ -4,9 +4,9 @@
  * application/json`, and `retry-after` on the gateway's 429. Refused calls are neither billed
  * nor listed; an unreachable provider (502) is listed as an error at zero cost.
  */
-import { createServer } from 'node:net';
 import t from 'tap';
 import { defaultConfig, post, startGateway, usageOf } from './helpers/harness.js';
+import { unlistenedPort } from './helpers/ports.js';
 
 /** The spec's table of gateway errors. */
 const SPEC: Record<string, [number, string]> = {
@@ -52,15 +52,6 @@ function checkEnvelope(t: Asserts, r: Reply, code: string, key: string | null): 
   }
 }
 
-/** A local port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
-
 t.test('the eleven errors a reachable provider leaves to the gateway', async (t) => {
   const gw = await startGateway(t);
   const b = gw.base;
@@ -104,7 +95,7 @@ t.test('the eleven errors a reachable provider leaves to the gateway', async (t)
 });
 
 t.test('upstream_unavailable: listed at zero cost, while refused calls are not listed', async (t) => {
-  const port = await closedPort();
+  const port = await unlistenedPort();
   const gw = await startGateway(t, {
     config: (mockUrl) => {
       const config = defaultConfig(mockUrl) as { providers: Record<string, Record<string, unknown>> };

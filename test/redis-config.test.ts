@@ -6,7 +6,8 @@
 import t from 'tap';
 import { compileConfig } from '../src/config/load.js';
 import { runCli } from './helpers/harness.js';
-import { freePort, startRedis } from './helpers/redis.js';
+import { unlistenedPort } from './helpers/ports.js';
+import { startRedis } from './helpers/redis.js';
 
 t.test('storage.backend and storage.redisUrl are validated with the field named', async (t) => {
   t.equal(compileConfig({}, null).storage.backend, 'lmdb', 'LMDB by default');
@@ -22,7 +23,7 @@ t.test('storage.backend and storage.redisUrl are validated with the field named'
 
 t.test('--redis over TOLLGATE_REDIS_URL over the file; bad or unreachable URLs fail clearly', async (t) => {
   const redis = await startRedis(t);
-  const dead = `redis://127.0.0.1:${await freePort()}`;
+  const dead = `redis://127.0.0.1:${await unlistenedPort()}`;
   const bad = await runCli(['keys', 'list', '--redis', 'redis://nowhere']);
   t.equal(bad.code, 2, 'a malformed --redis is bad usage');
   t.match(bad.stderr, /--redis must be redis:\/\/.*\(no port\)/);

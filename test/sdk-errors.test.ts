@@ -5,11 +5,11 @@
  * the envelope's code and type where the SDK exposes them, and never with the key in the
  * message. With default retries the SDKs retry a provider 529 but stop at once on a 402.
  */
-import { createServer } from 'node:net';
 import t from 'tap';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { defaultConfig, rejectionOf, startGateway, usageOf, type Harness } from './helpers/harness.js';
+import { unlistenedPort } from './helpers/ports.js';
 
 type Test = Parameters<Parameters<typeof t.test>[1]>[0];
 
@@ -19,16 +19,6 @@ function unknownKey(): string {
   let hex = '';
   for (let i = 0; i < 32; i++) hex += Math.floor(Math.random() * 16).toString(16);
   return `gw_live_${hex}`;
-}
-
-/** A port on 127.0.0.1 that nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** An OpenAI SDK error carries the gateway's envelope as `error`, and its code and type. */
@@ -295,7 +285,7 @@ t.test('typed errors in both SDKs', async (t) => {
 });
 
 t.test('502 InternalServerError upstream_unavailable when the provider cannot be reached', async (t) => {
-  const port = await closedPort();
+  const port = await unlistenedPort();
   const gw = await startGateway(t, {
     config: (mockUrl) => {
       const config = defaultConfig(mockUrl);

@@ -18,7 +18,8 @@ import t, { type Test } from 'tap';
 import type { GatewayStore } from '../src/domain/interfaces.js';
 import type { Account, KeyRecord, ResponseOwner, UsageRecord } from '../src/domain/types.js';
 import { openMigrationSource, openStore } from '../src/store/store.js';
-import { freePort, redisCli } from './helpers/redis.js';
+import { unlistenedPort } from './helpers/ports.js';
+import { redisCli } from './helpers/redis.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/store/', import.meta.url));
 
@@ -118,7 +119,7 @@ t.test('Redis: an RDB file written by an earlier build (redis-server 7.0 SAVE)',
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-fixture-redis-'));
   mkdirSync(dir, { recursive: true });
   copyFileSync(join(FIXTURES, 'redis', 'dump.rdb'), join(dir, 'dump.rdb'));
-  const port = await freePort();
+  const port = await unlistenedPort();
   const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', 'dump.rdb', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     server.kill('SIGKILL');

@@ -6,9 +6,9 @@
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { unlistenedPort } from './ports.js';
 
 interface Teardown { teardown(fn: () => unknown): void }
 
@@ -28,18 +28,6 @@ export interface RedisServer {
 
 export interface RedisOptions { aof?: boolean; cluster?: boolean }
 
-/** A port nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 export function redisCli(port: number, ...args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], (err, stdout, stderr) => (err ? reject(new Error(`${err.message} ${stderr}`)) : resolve(stdout)));
@@ -49,7 +37,9 @@ export function redisCli(port: number, ...args: string[]): Promise<string> {
 export async function startRedis(t: Teardown, options: RedisOptions = {}): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-redis-'));
   let proc: ChildProcess | null = null;
-  let port = await freePort();
+  // A Cluster node's bus listens 10000 above its port.
+  const busAt = options.cluster ? 10_000 : 0;
+  let port = await unlistenedPort(busAt);
   const args = (): string[] => [
     '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--protected-mode', 'no', '--daemonize', 'no', '--logfile', '',
     '--maxmemory-policy', 'noeviction',
@@ -72,9 +62,9 @@ export async function startRedis(t: Teardown, options: RedisOptions = {}): Promi
         proc = child;
         return;
       }
-      // The port was taken between freePort() and the start (only on a first start): another one.
+      // Another file's redis-server drew the same port (only on a first start): another one.
       if (attempt < 3 && /Address already in use/.test(out)) {
-        port = await freePort();
+        port = await unlistenedPort(busAt);
         continue;
       }
       throw new Error(`redis-server did not start: ${out}`);
