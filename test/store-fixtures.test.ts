@@ -9,8 +9,7 @@
  * say: each held call billed its interrupted charge as an `interrupted` record, each slot freed,
  * nothing left held, nothing settled twice.
  */
-import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,8 +17,7 @@ import t, { type Test } from 'tap';
 import type { GatewayStore } from '../src/domain/interfaces.js';
 import type { Account, KeyRecord, ResponseOwner, UsageRecord } from '../src/domain/types.js';
 import { openMigrationSource, openStore } from '../src/store/store.js';
-import { unlistenedPort } from './helpers/ports.js';
-import { redisCli } from './helpers/redis.js';
+import { startRedis } from './helpers/redis.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/store/', import.meta.url));
 
@@ -116,25 +114,9 @@ t.test('LMDB: a data directory written by an earlier build', async (t) => {
 
 t.test('Redis: an RDB file written by an earlier build (redis-server 7.0 SAVE)', async (t) => {
   const expected = JSON.parse(readFileSync(join(FIXTURES, 'redis.expected.json'), 'utf8')) as Expected & { rawCalls: Record<string, string>; ownerCalls: Record<string, string[]> };
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-fixture-redis-'));
-  mkdirSync(dir, { recursive: true });
-  copyFileSync(join(FIXTURES, 'redis', 'dump.rdb'), join(dir, 'dump.rdb'));
-  const port = await unlistenedPort();
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', 'dump.rdb', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    server.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    server.stdout.on('data', (d) => {
-      out += d;
-      if (/Ready to accept connections/.test(out)) resolve();
-    });
-    server.once('exit', () => reject(new Error(`redis-server did not start: ${out}`)));
-  });
-  t.match(await redisCli(port, 'DBSIZE'), /^[1-9]\d*/, 'the RDB file is loaded');
-  const store = await openStore({ backend: 'redis', url: `redis://127.0.0.1:${port}` });
+  const redis = await startRedis(t, { rdb: join(FIXTURES, 'redis', 'dump.rdb') });
+  t.match(await redis.cli('DBSIZE'), /^[1-9]\d*/, 'the RDB file is loaded');
+  const store = await openStore({ backend: 'redis', url: redis.url });
   t.teardown(() => store.close());
   await readsBack(t, store, expected);
   // The calls in flight as the scripts stored them (JSON, numbers as decimal strings).

@@ -5,7 +5,7 @@
  * persistence at all. `startRedisCluster` makes three masters into one Cluster.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { unlistenedPort } from './ports.js';
@@ -26,7 +26,12 @@ export interface RedisServer {
   cli(...args: string[]): Promise<string>;
 }
 
-export interface RedisOptions { aof?: boolean; cluster?: boolean }
+export interface RedisOptions {
+  aof?: boolean;
+  cluster?: boolean;
+  /** An RDB file to start from: copied into its directory as dump.rdb, which redis-server loads at start. */
+  rdb?: string;
+}
 
 export function redisCli(port: number, ...args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -36,6 +41,7 @@ export function redisCli(port: number, ...args: string[]): Promise<string> {
 
 export async function startRedis(t: Teardown, options: RedisOptions = {}): Promise<RedisServer> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-redis-'));
+  if (options.rdb !== undefined) copyFileSync(options.rdb, join(dir, 'dump.rdb'));
   let proc: ChildProcess | null = null;
   // A Cluster node's bus listens 10000 above its port.
   const busAt = options.cluster ? 10_000 : 0;
