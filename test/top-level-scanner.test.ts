@@ -26,7 +26,8 @@ function value(depth: number): string {
   }
 }
 function object(depth: number): string {
-  return `{${Array.from({ length: random(5) }, () => `${pick(KEYS)}:${value(depth)}`).join(', ')}}`;
+  // Members after a comma with and without a space: the scanner takes a key right after its comma at once.
+  return `{${Array.from({ length: random(5) }, () => `${pick(KEYS)}:${value(depth)}`).join(pick([',', ', ']))}}`;
 }
 const NOISE = ['{', '}', '[', ']', ',', ':', '"', '\\', 'u', '0', '1', 'e', '-', '+', '.', ' ', '\n', 't', 'x', '\u0000', '\u001f', 'é', '\ufeff'];
 function mutate(text: string): string {

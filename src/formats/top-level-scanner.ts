@@ -228,12 +228,14 @@ function plainWordsEnd(chunk: Buffer, i: number): number {
   return i;
 }
 
+/** 1 for the bytes that end a string's plain run: a quote, a backslash, a control character. */
+const ENDS_PLAIN_RUN = new Uint8Array(256);
+for (let b = 0; b < 0x20; b++) ENDS_PLAIN_RUN[b] = 1;
+ENDS_PLAIN_RUN[0x22] = ENDS_PLAIN_RUN[0x5c] = 1;
+
 /** From `i`, inside a string: the index of its first quote, backslash or control character before `stop`, else `stop`. */
 function plainBytesEnd(chunk: Buffer, i: number, stop: number): number {
-  for (; i < stop; i++) {
-    const d = chunk[i]!;
-    if (d === 0x22 || d === 0x5c || d < 0x20) return i;
-  }
+  for (; i < stop; i++) if (ENDS_PLAIN_RUN[chunk[i]!] === 1) return i;
   return stop;
 }
 
@@ -293,7 +295,10 @@ export class TopLevelScanner {
     private readonly vocabulary: Vocabulary = REQUEST_NAMES,
     private readonly maxMembers = MAX_MEMBERS,
   ) {
-    this.last = new Array<number>(vocabulary.spec.members.length + 1).fill(-1);
+    // Filled by a loop: Array.prototype.fill is a call into V8's runtime, made for every scanner.
+    const last = new Array<number>(vocabulary.spec.members.length + 1);
+    for (let code = 0; code < last.length; code++) last[code] = -1;
+    this.last = last;
   }
 
   /** Index in `members` of the one `model` member, or -1 (request vocabulary). */
@@ -351,6 +356,11 @@ export class TopLevelScanner {
             if (this.stringIsKey) {
               this.keyEnded(chunk, offset + i);
               state = S_COLON;
+              // Most keys are followed by their colon at once: taken here, not on a turn of the loop.
+              if (i < n && chunk[i] === 0x3a /* : */) {
+                i++;
+                state = S_VALUE;
+              }
             } else {
               state = S_AFTER;
               if (this.depth === 1) {
@@ -366,26 +376,22 @@ export class TopLevelScanner {
           }
           continue;
         }
-        case S_ESCAPE:
-          if (c === 0x75 /* u */) {
-            this.hexLeft = 4;
-            state = S_HEX;
-          } else if (c === 0x22 || c === 0x5c || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) {
-            state = S_STRING;
-          } else {
-            return this.fail('not_json');
-          }
-          i++;
-          continue;
-        case S_HEX:
-          if (!isHex(c)) return this.fail('not_json');
-          i++;
-          if (--this.hexLeft === 0) state = S_STRING;
-          continue;
         case S_AFTER:
           if (isWhitespace(c)) break;
           if (c === 0x2c /* , */) {
-            state = this.stack[this.depth] === OBJECT ? S_OBJ_KEY : S_VALUE;
+            if (this.stack[this.depth] !== OBJECT) {
+              state = S_VALUE;
+              break;
+            }
+            // A comma in an object is most often followed at once by the next key's quote.
+            if (i + 1 < n && chunk[i + 1] === 0x22) {
+              this.stringIsKey = true;
+              this.watch(offset + i + 1);
+              state = S_STRING;
+              i += 2;
+              continue;
+            }
+            state = S_OBJ_KEY;
             break;
           }
           if (c === 0x7d /* } */ ? this.stack[this.depth] !== OBJECT : c !== 0x5d /* ] */ || this.stack[this.depth] !== ARRAY) {
@@ -428,7 +434,15 @@ export class TopLevelScanner {
           } else if (c > 0x30 && c <= 0x39) {
             state = S_NUM_INT;
           } else if (c === 0x74 /* t */ || c === 0x66 /* f */ || c === 0x6e /* n */) {
-            this.literal = c === 0x74 ? TRUE : c === 0x66 ? FALSE : NULL;
+            const literal = c === 0x74 ? TRUE : c === 0x66 ? FALSE : NULL;
+            if (i + literal.length <= n && bytesAt(chunk, i, literal)) {
+              // The whole literal is in this chunk: taken at once.
+              i += literal.length;
+              state = S_AFTER;
+              if (this.depth === 1 && !this.memberDone(offset + i)) return false;
+              continue;
+            }
+            this.literal = literal;
             this.literalAt = 1;
             state = S_LITERAL;
           } else {
@@ -468,7 +482,12 @@ export class TopLevelScanner {
           break;
         case S_NUM_INT:
         case S_NUM_ZERO:
-          if (state === S_NUM_INT && isDigit(c)) break;
+          if (state === S_NUM_INT && isDigit(c)) {
+            // A run of digits is taken in one go.
+            do i++;
+            while (i < n && isDigit(chunk[i]!));
+            continue;
+          }
           if (c === 0x2e /* . */) state = S_NUM_DOT;
           else if (c === 0x65 || c === 0x45 /* e E */) state = S_NUM_E;
           else {
@@ -503,6 +522,22 @@ export class TopLevelScanner {
           if (isDigit(c)) break;
           state = this.numberDone(offset + i);
           if (state === S_FAILED) return false;
+          continue;
+        case S_ESCAPE:
+          if (c === 0x75 /* u */) {
+            this.hexLeft = 4;
+            state = S_HEX;
+          } else if (c === 0x22 || c === 0x5c || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) {
+            state = S_STRING;
+          } else {
+            return this.fail('not_json');
+          }
+          i++;
+          continue;
+        case S_HEX:
+          if (!isHex(c)) return this.fail('not_json');
+          i++;
+          if (--this.hexLeft === 0) state = S_STRING;
           continue;
         case S_START:
           if (isWhitespace(c)) break;
