@@ -25,11 +25,21 @@
  * twice as high and ±4 %). The warm-up is long for that reason; take each target's minimum over
  * a few alternated runs.
  *
+ * BENCH_TOP=N also prints, for each run, where its instructions went: by library (tollgate's own
+ * JS, lmdb-js and its encoders, LMDB's C, undici, Node's JS, V8's builtins and C++, libc), then the
+ * N functions with the most instructions of their own. JS functions are named from the map that
+ * `--perf-basic-prof` writes (callgrind itself sees only addresses in V8's code space). Compare
+ * functions rather than totals between builds: a compilation that falls in one run's window moves
+ * its total by more than most changes. One more thing callgrind counts differently from the CPU:
+ * `rep stosb` counts one instruction per byte, so libc's `memset` (LMDB zeroing each page it
+ * allocates in a commit: eleven of ≈ 4 KB per plain call) reads ≈ 45,000 instructions per call,
+ * where the CPU spends a few hundred cycles per page.
+ *
  * Environment: BENCH_WARM_UP (calls before the window, default 6000), BENCH_CALLS (default 2000),
- * BENCH_CALL (plain or stream, default plain).
+ * BENCH_CALL (plain or stream, default plain), BENCH_TOP (functions listed, default none).
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
@@ -39,26 +49,96 @@ const targets = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT
 const WARM_UP = Number(process.env.BENCH_WARM_UP || 6000);
 const CALLS = Number(process.env.BENCH_CALLS || 2000);
 const CALL = process.env.BENCH_CALL || 'plain';
+const TOP = Number(process.env.BENCH_TOP || 0);
+
 if (CALL !== 'plain' && CALL !== 'stream') throw new Error(`BENCH_CALL: unknown call '${CALL}' (plain, stream)`);
 /** A streamed call whose events are each a read of their own (see the header). */
 const STREAM_APART_BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi.' }], stream: true, stream_options: { include_usage: true }, mock: { chunks: 20, chunkDelayMs: 2 } });
 const BODY = CALL === 'stream' ? STREAM_APART_BODY : PLAIN_BODY;
 
-/** The instructions (Ir) of the largest callgrind dump in `dir`: the counted window's. */
-function windowInstructions(dir: string): number {
-  let most = 0;
+/** The largest callgrind dump in `dir` (the counted window's) and its instructions (Ir). */
+function windowDump(dir: string): { file: string; instructions: number } {
+  let most = { file: '', instructions: 0 };
   for (const file of readdirSync(dir)) {
     if (!file.startsWith('callgrind.out')) continue;
     const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dir, file), 'utf8'));
-    if (totals !== null) most = Math.max(most, Number(totals[1]));
+    if (totals !== null && Number(totals[1]) > most.instructions) most = { file: join(dir, file), instructions: Number(totals[1]) };
   }
-  if (most === 0) throw new Error(`no callgrind dump with instructions in ${dir}`);
+  if (most.instructions === 0) throw new Error(`no callgrind dump with instructions in ${dir}`);
   return most;
+}
+
+/** The code ranges of `--perf-basic-prof`'s map (start, size, name), sorted by start. */
+function perfMap(pid: number): Array<[number, number, string]> {
+  const file = `/tmp/perf-${pid}.map`;
+  if (!existsSync(file)) return [];
+  const ranges: Array<[number, number, string]> = [];
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
+    if (m !== null) ranges.push([parseInt(m[1]!, 16), parseInt(m[2]!, 16), m[3]!]);
+  }
+  return ranges.sort((a, b) => a[0] - b[0]);
+}
+
+function nameAt(ranges: Array<[number, number, string]>, address: number): string | undefined {
+  let lo = 0;
+  let hi = ranges.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const [start, size, name] = ranges[mid]!;
+    if (address < start) hi = mid - 1;
+    else if (address >= start + size) lo = mid + 1;
+    else return name;
+  }
+  return undefined;
+}
+
+/** Which part of the process a function belongs to (the first match). */
+const LIBRARIES: Array<[string, RegExp]> = [
+  ['tollgate (JS)', /^JS .*\/dist\//],
+  ['lmdb-js, msgpackr, ordered-binary (JS)', /^JS .*node_modules\/(lmdb|msgpackr|ordered-binary)\//],
+  ['undici (JS)', /^JS .*node_modules\/undici\//],
+  ['Node (JS)', /^JS .*node:/],
+  ['other JS, RegExp, wasm', /^JS /],
+  ['LMDB (C)', /lmdb\.node\]$/],
+  ['libc', /libc\.so/],
+  ['V8 builtins', /Builtins_/],
+  ['Node and V8 (C++)', /\/node\]$/],
+];
+
+/** Prints where a run's window went: by library, then the TOP functions by their own instructions. */
+function printBreakdown(target: string, dump: string, pid: number): void {
+  const ranges = perfMap(pid);
+  const annotated = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', dump], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const byFunction = new Map<string, number>();
+  for (const line of annotated.split('\n')) {
+    const m = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line);
+    if (m === null || line.includes('PROGRAM TOTALS')) continue;
+    let name = m[2]!;
+    const address = /^\?\?\?:0x([0-9a-f]+)/.exec(name);
+    if (address !== null) name = `JS ${nameAt(ranges, parseInt(address[1]!, 16)) ?? 'unnamed code'}`;
+    name = name.replace(/'\d+/, '');
+    byFunction.set(name, (byFunction.get(name) ?? 0) + Number(m[1]!.replace(/,/g, '')) / CALLS);
+  }
+  const byLibrary = new Map<string, number>();
+  for (const [name, n] of byFunction) {
+    const library = LIBRARIES.find(([, pattern]) => pattern.test(name))?.[0] ?? 'other';
+    byLibrary.set(library, (byLibrary.get(library) ?? 0) + n);
+  }
+  const row = (n: number, what: string): string => `| ${Math.round(n).toLocaleString('en-US')} | ${what.replace(/\|/g, '\\|').slice(0, 140)} |`;
+  console.log(`\n${target}, instructions per call by library:\n\n| instructions | library |\n|---|---|`);
+  for (const [library, n] of [...byLibrary].sort((a, b) => b[1] - a[1])) console.log(row(n, library));
+  console.log(`\n${target}, the ${TOP} functions with the most instructions of their own, per call:\n\n| instructions | function |\n|---|---|`);
+  for (const [name, n] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(row(n, name));
+  console.log('');
+  rmSync(`/tmp/perf-${pid}.map`, { force: true });
 }
 
 /** The target under callgrind: a build's `tollgate serve` with a key of its own, or the bare proxy (no key). */
 async function startTarget(target: string, mockUrl: string, dir: string, out: string): Promise<{ server: Awaited<ReturnType<typeof spawnServer>>; key: string }> {
-  const valgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--hash-seed=1', '--random-seed=1'];
+  // With BENCH_TOP, names for JIT code (/tmp/perf-PID.map); the V8 log that the flag also starts goes into the run's directory.
+  const perfMap = TOP > 0 ? ['--perf-basic-prof', `--logfile=${join(dir, 'v8.log')}`, '--no-logfile-per-isolate'] : [];
+  const valgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--hash-seed=1', '--random-seed=1', ...perfMap];
   if (target === 'bare') {
     const server = await spawnServer('bare proxy', [...valgrind, await bareProxyScript(), mockUrl, '1024'], {}, 180_000, 'valgrind');
     return { server, key: 'gw_live_unused' };
@@ -94,7 +174,9 @@ async function measure(target: string, mockUrl: string): Promise<number> {
   server.proc.kill('SIGTERM');
   await exited;
   await sleep(100);
-  return windowInstructions(dir) / CALLS;
+  const dump = windowDump(dir);
+  if (TOP > 0) printBreakdown(target, dump.file, server.pid);
+  return dump.instructions / CALLS;
 }
 
 async function main(): Promise<void> {
