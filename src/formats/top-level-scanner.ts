@@ -385,9 +385,7 @@ export class TopLevelScanner {
             }
             // A comma in an object is most often followed at once by the next key's quote.
             if (i + 1 < n && chunk[i + 1] === 0x22) {
-              this.stringIsKey = true;
-              this.watch(offset + i + 1);
-              state = S_STRING;
+              state = this.keyStarts(offset + i + 1);
               i += 2;
               continue;
             }
@@ -438,8 +436,8 @@ export class TopLevelScanner {
             if (i + literal.length <= n && bytesAt(chunk, i, literal)) {
               // The whole literal is in this chunk: taken at once.
               i += literal.length;
-              state = S_AFTER;
-              if (this.depth === 1 && !this.memberDone(offset + i)) return false;
+              state = this.scalarDone(offset + i);
+              if (state === S_FAILED) return false;
               continue;
             }
             this.literal = literal;
@@ -453,9 +451,7 @@ export class TopLevelScanner {
         case S_OBJ_KEY:
           if (isWhitespace(c)) break;
           if (c === 0x22) {
-            this.stringIsKey = true;
-            this.watch(offset + i);
-            state = S_STRING;
+            state = this.keyStarts(offset + i);
           } else if (c === 0x7d /* } */ && state === S_OBJ_FIRST) {
             state = this.close(offset + i + 1);
             if (state === S_FAILED) return false;
@@ -471,8 +467,8 @@ export class TopLevelScanner {
         case S_LITERAL:
           if (c !== this.literal[this.literalAt]) return this.fail('not_json');
           if (++this.literalAt === this.literal.length) {
-            state = S_AFTER;
-            if (this.depth === 1 && !this.memberDone(offset + i + 1)) return false;
+            state = this.scalarDone(offset + i + 1);
+            if (state === S_FAILED) return false;
           }
           break;
         case S_NUM_MINUS:
@@ -491,7 +487,7 @@ export class TopLevelScanner {
           if (c === 0x2e /* . */) state = S_NUM_DOT;
           else if (c === 0x65 || c === 0x45 /* e E */) state = S_NUM_E;
           else {
-            state = this.numberDone(offset + i);
+            state = this.scalarDone(offset + i);
             if (state === S_FAILED) return false;
             continue; // the byte after a number is read again as what follows a value
           }
@@ -506,7 +502,7 @@ export class TopLevelScanner {
             state = S_NUM_E;
             break;
           }
-          state = this.numberDone(offset + i);
+          state = this.scalarDone(offset + i);
           if (state === S_FAILED) return false;
           continue;
         case S_NUM_E:
@@ -520,7 +516,7 @@ export class TopLevelScanner {
           break;
         case S_NUM_EXP:
           if (isDigit(c)) break;
-          state = this.numberDone(offset + i);
+          state = this.scalarDone(offset + i);
           if (state === S_FAILED) return false;
           continue;
         case S_ESCAPE:
@@ -584,10 +580,17 @@ export class TopLevelScanner {
     return S_AFTER;
   }
 
-  /** A number ended just before `end`: the state after it, or S_FAILED. */
-  private numberDone(end: number): number {
+  /** A number or a literal ended just before `end`: the state after it, or S_FAILED. */
+  private scalarDone(end: number): number {
     if (this.depth === 1 && !this.memberDone(end)) return S_FAILED;
     return S_AFTER;
+  }
+
+  /** A key begins at `start` (its opening quote): the state that reads it. */
+  private keyStarts(start: number): number {
+    this.stringIsKey = true;
+    this.watch(start);
+    return S_STRING;
   }
 
   /** A string whose bytes are looked at begins at `start` (its opening quote). */
