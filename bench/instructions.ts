@@ -26,9 +26,10 @@
  * a few alternated runs.
  *
  * BENCH_TOP=N also prints, for each run, where its instructions went: by library (tollgate's own
- * JS, lmdb-js and its encoders, LMDB's C, undici, Node's JS, V8's builtins and C++, libc), then the
- * N functions with the most instructions of their own. JS functions are named from the map that
- * `--perf-basic-prof` writes (callgrind itself sees only addresses in V8's code space). Compare
+ * JS, each package's JS, Node's JS, LMDB's C, V8's builtins and C++, libc), then the N functions
+ * with the most instructions of their own. JS functions are named from the map that
+ * `--perf-basic-prof` writes (callgrind itself sees only addresses in V8's code space), and placed
+ * as bench/top-functions.ts places a CPU profile's (tollgate's through its source maps). Compare
  * functions rather than totals between builds: a compilation that falls in one run's window moves
  * its total by more than most changes. One more thing callgrind counts differently from the CPU:
  * `rep stosb` counts one instruction per byte, so libc's `memset` (LMDB zeroing each page it
@@ -43,6 +44,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
+import { locate } from './top-functions.js';
 import { bareProxyScript, CHAT_PATH, guardChildren, HOST, machine, MODEL, PLAIN_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir, writeBenchConfig } from './lib.js';
 
 const targets = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
@@ -50,7 +52,6 @@ const WARM_UP = Number(process.env.BENCH_WARM_UP || 6000);
 const CALLS = Number(process.env.BENCH_CALLS || 2000);
 const CALL = process.env.BENCH_CALL || 'plain';
 const TOP = Number(process.env.BENCH_TOP || 0);
-
 if (CALL !== 'plain' && CALL !== 'stream') throw new Error(`BENCH_CALL: unknown call '${CALL}' (plain, stream)`);
 /** A streamed call whose events are each a read of their own (see the header). */
 const STREAM_APART_BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi.' }], stream: true, stream_options: { include_usage: true }, mock: { chunks: 20, chunkDelayMs: 2 } });
@@ -68,8 +69,8 @@ function windowDump(dir: string): { file: string; instructions: number } {
   return most;
 }
 
-/** The code ranges of `--perf-basic-prof`'s map (start, size, name), sorted by start. */
-function perfMap(pid: number): Array<[number, number, string]> {
+/** The code ranges of the `--perf-basic-prof` map process `pid` wrote (start, size, name), sorted by start; the map is removed. */
+function readPerfMap(pid: number): Array<[number, number, string]> {
   const file = `/tmp/perf-${pid}.map`;
   if (!existsSync(file)) return [];
   const ranges: Array<[number, number, string]> = [];
@@ -77,6 +78,7 @@ function perfMap(pid: number): Array<[number, number, string]> {
     const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
     if (m !== null) ranges.push([parseInt(m[1]!, 16), parseInt(m[2]!, 16), m[3]!]);
   }
+  rmSync(file, { force: true });
   return ranges.sort((a, b) => a[0] - b[0]);
 }
 
@@ -93,52 +95,56 @@ function nameAt(ranges: Array<[number, number, string]>, address: number): strin
   return undefined;
 }
 
-/** Which part of the process a function belongs to (the first match). */
-const LIBRARIES: Array<[string, RegExp]> = [
-  ['tollgate (JS)', /^JS .*\/dist\//],
-  ['lmdb-js, msgpackr, ordered-binary (JS)', /^JS .*node_modules\/(lmdb|msgpackr|ordered-binary)\//],
-  ['undici (JS)', /^JS .*node_modules\/undici\//],
-  ['Node (JS)', /^JS .*node:/],
-  ['other JS, RegExp, wasm', /^JS /],
-  ['LMDB (C)', /lmdb\.node\]$/],
+/** Which part of the process native code belongs to (the first match). */
+const NATIVE: Array<[string, RegExp]> = [
+  ['lmdb (C)', /lmdb\.node\]$/],
   ['libc', /libc\.so/],
   ['V8 builtins', /Builtins_/],
   ['Node and V8 (C++)', /\/node\]$/],
 ];
 
+/**
+ * A JS function of the perf map ("JS:*write file:///…/dist/formats/top-level-scanner.js:276:10")
+ * named and placed as the CPU profile's report does (top-functions.ts: tollgate's code through its
+ * source maps, a package by its name); RegExp code, wasm and stubs are "other code".
+ */
+function jsFunction(mapName: string): { name: string; library: string } {
+  const m = /^JS:[*~^]?(.*?) ?(\S+):(\d+):(\d+)$/.exec(mapName);
+  if (m === null) return { name: mapName, library: 'other code (RegExp, wasm, stubs)' };
+  const { where, area, ours } = locate({ functionName: m[1]!, url: m[2]!, lineNumber: Number(m[3]) - 1, columnNumber: Number(m[4]) - 1 });
+  return { name: `${m[1] || '(anonymous)'} ${where}`, library: ours ? 'tollgate (JS)' : `${area} (JS)` };
+}
+
 /** Prints where a run's window went: by library, then the TOP functions by their own instructions. */
 function printBreakdown(target: string, dump: string, pid: number): void {
-  const ranges = perfMap(pid);
+  const ranges = readPerfMap(pid);
   const annotated = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', dump], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   const byFunction = new Map<string, number>();
+  const byLibrary = new Map<string, number>();
   for (const line of annotated.split('\n')) {
     const m = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line);
     if (m === null || line.includes('PROGRAM TOTALS')) continue;
-    let name = m[2]!;
-    const address = /^\?\?\?:0x([0-9a-f]+)/.exec(name);
-    if (address !== null) name = `JS ${nameAt(ranges, parseInt(address[1]!, 16)) ?? 'unnamed code'}`;
-    name = name.replace(/'\d+/, '');
-    byFunction.set(name, (byFunction.get(name) ?? 0) + Number(m[1]!.replace(/,/g, '')) / CALLS);
-  }
-  const byLibrary = new Map<string, number>();
-  for (const [name, n] of byFunction) {
-    const library = LIBRARIES.find(([, pattern]) => pattern.test(name))?.[0] ?? 'other';
+    const address = /^\?\?\?:0x([0-9a-f]+)/.exec(m[2]!);
+    const { name, library } = address !== null
+      ? jsFunction(nameAt(ranges, parseInt(address[1]!, 16)) ?? 'unnamed code')
+      : { name: m[2]!.replace(/'\d+/, ''), library: NATIVE.find(([, pattern]) => pattern.test(m[2]!))?.[0] ?? 'other' };
+    const n = Number(m[1]!.replace(/,/g, '')) / CALLS;
+    byFunction.set(name, (byFunction.get(name) ?? 0) + n);
     byLibrary.set(library, (byLibrary.get(library) ?? 0) + n);
   }
   const row = (n: number, what: string): string => `| ${Math.round(n).toLocaleString('en-US')} | ${what.replace(/\|/g, '\\|').slice(0, 140)} |`;
   console.log(`\n${target}, instructions per call by library:\n\n| instructions | library |\n|---|---|`);
-  for (const [library, n] of [...byLibrary].sort((a, b) => b[1] - a[1])) console.log(row(n, library));
+  for (const [library, n] of [...byLibrary].sort((a, b) => b[1] - a[1])) if (n >= 0.5) console.log(row(n, library));
   console.log(`\n${target}, the ${TOP} functions with the most instructions of their own, per call:\n\n| instructions | function |\n|---|---|`);
   for (const [name, n] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(row(n, name));
   console.log('');
-  rmSync(`/tmp/perf-${pid}.map`, { force: true });
 }
 
 /** The target under callgrind: a build's `tollgate serve` with a key of its own, or the bare proxy (no key). */
 async function startTarget(target: string, mockUrl: string, dir: string, out: string): Promise<{ server: Awaited<ReturnType<typeof spawnServer>>; key: string }> {
   // With BENCH_TOP, names for JIT code (/tmp/perf-PID.map); the V8 log that the flag also starts goes into the run's directory.
-  const perfMap = TOP > 0 ? ['--perf-basic-prof', `--logfile=${join(dir, 'v8.log')}`, '--no-logfile-per-isolate'] : [];
-  const valgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--hash-seed=1', '--random-seed=1', ...perfMap];
+  const perfMapFlags = TOP > 0 ? ['--perf-basic-prof', `--logfile=${join(dir, 'v8.log')}`, '--no-logfile-per-isolate'] : [];
+  const valgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, '--single-threaded', '--hash-seed=1', '--random-seed=1', ...perfMapFlags];
   if (target === 'bare') {
     const server = await spawnServer('bare proxy', [...valgrind, await bareProxyScript(), mockUrl, '1024'], {}, 180_000, 'valgrind');
     return { server, key: 'gw_live_unused' };

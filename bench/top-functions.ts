@@ -17,7 +17,7 @@ import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from './lib.js';
 
-interface CallFrame { functionName: string; url: string; lineNumber: number; columnNumber: number }
+export interface CallFrame { functionName: string; url: string; lineNumber: number; columnNumber: number }
 interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
 interface Profile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
 
@@ -40,7 +40,7 @@ function sourceMapOf(file: string): SourceMap | null {
 }
 
 /** "src/server.ts:97" for tollgate's code (through its source map), "node:internal/…:12" etc. otherwise. */
-function locate(frame: CallFrame): { where: string; area: string; ours: boolean } {
+export function locate(frame: CallFrame): { where: string; area: string; ours: boolean } {
   const { url, lineNumber, columnNumber } = frame;
   if (url === '') return { where: '(native)', area: special(frame.functionName) ?? 'V8 builtins / native', ours: false };
   if (url.startsWith('node:')) return { where: `${url}:${lineNumber + 1}`, area: 'node internals', ours: false };
