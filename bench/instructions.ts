@@ -18,7 +18,9 @@
  * its own write 2 ms apart, so each is a read of its own, as in the streams-at-scale scenario
  * (with BENCH_CALLS=500, about seven minutes per target). Keep the warm-up at 6,000: after 1,500
  * streams the window still held compilations and a full collection (the bare proxy read 1.60
- * million instructions per stream, against 1.01 million after 6,000).
+ * million instructions per stream, against 1.01 million after 6,000). BENCH_CALL=messages: the
+ * same stream in Anthropic's Messages format (`/v1/messages`, the coding agents' format), whose
+ * events the gateway searches with other markers than a Chat stream's.
  *
  * Repeatable to ±0.3 % for most runs of a build; some runs read 5–15 % higher, when a compilation
  * or a full collection fell inside the window (with 1,500 calls of warm-up, most did: figures
@@ -37,7 +39,7 @@
  * where the CPU spends a few hundred cycles per page.
  *
  * Environment: BENCH_WARM_UP (calls before the window, default 6000), BENCH_CALLS (default 2000),
- * BENCH_CALL (plain or stream, default plain), BENCH_TOP (functions listed, default none).
+ * BENCH_CALL (plain, stream or messages, default plain), BENCH_TOP (functions listed, default none).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -45,17 +47,21 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { locate } from './top-functions.js';
-import { bareProxyScript, CHAT_PATH, guardChildren, HOST, machine, MODEL, PLAIN_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir, writeBenchConfig } from './lib.js';
+import { bareProxyScript, CHAT_PATH, guardChildren, HOST, machine, MESSAGES_MODEL, MESSAGES_PATH, MODEL, PLAIN_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir, writeBenchConfig } from './lib.js';
 
 const targets = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
 const WARM_UP = Number(process.env.BENCH_WARM_UP || 6000);
 const CALLS = Number(process.env.BENCH_CALLS || 2000);
 const CALL = process.env.BENCH_CALL || 'plain';
 const TOP = Number(process.env.BENCH_TOP || 0);
-if (CALL !== 'plain' && CALL !== 'stream') throw new Error(`BENCH_CALL: unknown call '${CALL}' (plain, stream)`);
-/** A streamed call whose events are each a read of their own (see the header). */
-const STREAM_APART_BODY = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi.' }], stream: true, stream_options: { include_usage: true }, mock: { chunks: 20, chunkDelayMs: 2 } });
-const BODY = CALL === 'stream' ? STREAM_APART_BODY : PLAIN_BODY;
+/** Each call's path and body: a plain chat call, or a streamed one whose events are each a read of their own (see the header). */
+const CALLED: Record<string, { path: string; body: string }> = {
+  plain: { path: CHAT_PATH, body: PLAIN_BODY },
+  stream: { path: CHAT_PATH, body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi.' }], stream: true, stream_options: { include_usage: true }, mock: { chunks: 20, chunkDelayMs: 2 } }) },
+  messages: { path: MESSAGES_PATH, body: JSON.stringify({ model: MESSAGES_MODEL, max_tokens: 1024, messages: [{ role: 'user', content: 'Say hi.' }], stream: true, mock: { chunks: 20, chunkDelayMs: 2 } }) },
+};
+if (!Object.hasOwn(CALLED, CALL)) throw new Error(`BENCH_CALL: unknown call '${CALL}' (${Object.keys(CALLED).join(', ')})`);
+const { path: PATH, body: BODY } = CALLED[CALL]!;
 
 /** The largest callgrind dump in `dir` (the counted window's) and its instructions (Ir). */
 function windowDump(dir: string): { file: string; instructions: number } {
@@ -166,7 +172,7 @@ async function measure(target: string, mockUrl: string): Promise<number> {
   const agent = new Agent({ connections: 1 });
   const calls = async (n: number): Promise<void> => {
     for (let i = 0; i < n; i++) {
-      const res = await request(server.url + CHAT_PATH, { method: 'POST', dispatcher: agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: BODY });
+      const res = await request(server.url + PATH, { method: 'POST', dispatcher: agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: BODY });
       await res.body.arrayBuffer();
       if (res.statusCode !== 200) throw new Error(`call answered ${res.statusCode}`);
     }
@@ -186,7 +192,7 @@ async function measure(target: string, mockUrl: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  guardChildren(targets.length * (CALL === 'stream' ? 20 : 10) * 60_000);
+  guardChildren(targets.length * (CALL === 'plain' ? 10 : 20) * 60_000);
   process.stderr.write(`instructions: ${machine()}, ${WARM_UP} ${CALL} calls, then ${CALLS} counted, per target\n`);
   const mock = await startMock();
   const counts = new Map<string, number[]>();

@@ -1,9 +1,9 @@
 import { mergeRestated } from './usage-read.js';
 import { MESSAGES_REFERENCES } from './references.js';
-import { capturedString, firstOf, isObject, parseObject, type FormatAdapter } from './types.js';
+import { capturedString, isObject, MarkerSearch, parseObject, type FormatAdapter } from './types.js';
 
 /** The event names onEvent acts on. */
-const MARKERS = ['message_start', 'message_delta', 'error'].map((m) => Buffer.from(m));
+const MARKERS = new MarkerSearch(['message_start', 'message_delta', 'error']);
 const DELTA_TEXT = /"(?:text|partial_json|thinking)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 
 /**
@@ -71,6 +71,6 @@ export const messages: FormatAdapter = {
         break;
     }
   },
-  usageSignAt: (bytes, from) => firstOf(bytes, MARKERS, from),
+  usageSignAt: (bytes, from) => MARKERS.firstAt(bytes, from),
   deltaText: (event) => (event.event === 'content_block_delta' ? capturedString(event.data, DELTA_TEXT) : undefined),
 };

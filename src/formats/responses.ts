@@ -1,10 +1,10 @@
 import type { RequestFacts } from './model.js';
 import { RESPONSES_REFERENCES } from './references.js';
-import { capturedString, firstOf, isObject, parseObject, type FormatAdapter } from './types.js';
+import { capturedString, isObject, MarkerSearch, parseObject, type FormatAdapter } from './types.js';
 
 const DELTA = /"delta"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 /** The event names onEvent acts on (`error` also matches `response.failed`'s neighbours: harmless). */
-const MARKERS = ['response.completed', 'response.incomplete', 'response.failed', 'error'].map((m) => Buffer.from(m));
+const MARKERS = new MarkerSearch(['response.completed', 'response.incomplete', 'response.failed', 'error']);
 
 /**
  * OpenAI Responses: `usage.input_tokens` (cache reads and writes inside), `output_tokens` (reasoning inside);
@@ -59,7 +59,7 @@ export const responses: FormatAdapter = {
         break;
     }
   },
-  usageSignAt: (bytes, from) => firstOf(bytes, MARKERS, from),
+  usageSignAt: (bytes, from) => MARKERS.firstAt(bytes, from),
   deltaText: (event) => (event.event !== undefined && event.event.endsWith('.delta') ? capturedString(event.data, DELTA) : undefined),
 };
 

@@ -145,14 +145,72 @@ export interface FormatAdapter {
   streamUsageRequest?(facts: RequestFacts): RequestBody | undefined;
 }
 
-/** The first offset at or after `from` where `bytes` holds one of `markers` (each searched natively), or -1. */
-export function firstOf(bytes: Buffer, markers: readonly Buffer[], from: number): number {
-  let first = -1;
-  for (const m of markers) {
-    const at = bytes.indexOf(m, from);
-    if (at !== -1 && (first === -1 || at < first)) first = at;
+/** MarkerSearch.jump: the flag of a byte that ends a marker's window, and the mask of the shift. */
+const ENDS = 0x80;
+const SHIFT = 0x7f;
+
+/**
+ * The first offset, at or after `from`, where any of a few fixed byte strings starts (-1: none):
+ * what a format's `usageSignAt` looks for in every read of a stream.
+ *
+ * One pass in JavaScript rather than a native search per marker: a call into `Buffer.indexOf`
+ * costs more than this loop costs for a whole event (a Messages event: ≈ 550 ns with its three
+ * markers searched natively, ≈ 100–230 ns with this; bench/README.md, History, "2026-11-29,
+ * second"). It skips as Horspool's search does, over the set: a window as long as the shortest
+ * marker, the byte at its end saying how far on the next marker can start and whether one can end
+ * there (`jump`), and the markers that start with the window's first byte (`startsWith`) then
+ * checked byte by byte.
+ */
+export class MarkerSearch {
+  private readonly markers: Buffer[];
+  /** The shortest marker's length. */
+  private readonly window: number;
+  /** For the byte at the window's end: the shift to the next place a marker can start, plus ENDS when a marker can end there. */
+  private readonly jump = new Uint8Array(256);
+  /** For a byte: the markers (bit i: markers[i]) that start with it. */
+  private readonly startsWith = new Uint32Array(256);
+
+  constructor(markers: readonly string[]) {
+    this.markers = markers.map((m) => Buffer.from(m, 'latin1'));
+    if (this.markers.length === 0 || this.markers.length > 32) throw new Error('MarkerSearch: 1 to 32 markers');
+    this.window = Math.min(...this.markers.map((m) => m.length));
+    if (this.window === 0 || this.window >= ENDS) throw new Error(`MarkerSearch: markers of 1 to ${ENDS - 1} bytes`);
+    const end = this.window - 1;
+    this.jump.fill(this.window);
+    this.markers.forEach((m, index) => {
+      for (let i = 0; i < end; i++) this.jump[m[i]!] = Math.min(this.jump[m[i]!]!, end - i);
+      this.startsWith[m[0]!]! |= 1 << index;
+    });
+    for (const m of this.markers) this.jump[m[end]!]! |= ENDS;
   }
-  return first;
+
+  firstAt(bytes: Buffer, from: number): number {
+    const jump = this.jump;
+    const end = this.window - 1;
+    const last = bytes.length - this.window;
+    for (let at = Math.max(0, from); at <= last; ) {
+      const j = jump[bytes[at + end]!]!;
+      if (j >= ENDS && this.startsAt(bytes, at)) return at;
+      at += j & SHIFT;
+    }
+    return -1;
+  }
+
+  /** Whether one of the markers starts at `at`. */
+  private startsAt(bytes: Buffer, at: number): boolean {
+    const which = this.startsWith[bytes[at]!]!;
+    if (which === 0) return false;
+    const markers = this.markers;
+    for (let index = 0; index < markers.length; index++) {
+      if ((which & (1 << index)) === 0) continue;
+      const m = markers[index]!;
+      if (at + m.length > bytes.length) continue;
+      let i = 1;
+      while (i < m.length && bytes[at + i] === m[i]) i++;
+      if (i === m.length) return true;
+    }
+    return false;
+  }
 }
 
 /** The decoded JSON string literal captured by `pattern`'s first group, or undefined. */
