@@ -23,8 +23,8 @@ function reference(bytes: Buffer, markers: readonly string[], from: number): num
 
 /** The sets the formats search for, and sets that stress the skips: prefixes of each other, overlaps, one byte. */
 const SETS: readonly (readonly string[])[] = [
-  ['message_start', 'message_delta', 'error'],
-  ['response.completed', 'response.incomplete', 'response.failed', 'error'],
+  ['message_start', 'message_delta', 'event:error', 'event: error'],
+  ['response.completed', 'response.incomplete', 'response.failed', 'event:error', 'event: error'],
   ['"usage"', '"error"'],
   ['error', 'errors', 'rror'],
   ['aab', 'ab', 'abab'],
@@ -94,5 +94,12 @@ t.test('the formats find the events that carry usage or an error, and pass the o
   t.equal(FORMATS.messages.usageSignAt(Buffer.from(messages[1]!), 0), -1, 'Messages: a text delta alone holds no sign');
   const done = Buffer.from('event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Hi"}\n\nevent: response.completed\ndata: {"type":"response.completed"}\n\n');
   t.equal(FORMATS.responses.usageSignAt(done, 0), done.indexOf('response.completed'), 'Responses: response.completed after a text delta');
-  t.equal(FORMATS.responses.usageSignAt(Buffer.from('event: error\ndata: {"type":"error"}\n\n'), 0), 7, 'Responses: an error event');
+  for (const format of ['messages', 'responses'] as const) {
+    for (const line of ['event: error', 'event:error']) {
+      const read = Buffer.from(`event: ping\ndata: {}\n\n${line}\ndata: {"type":"error"}\n\n`);
+      t.equal(FORMATS[format].usageSignAt(read, 0), read.indexOf(line), `${format}: an error event written '${line}'`);
+    }
+  }
+  const said = Buffer.from('event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"an error"}}\n\n');
+  t.equal(FORMATS.messages.usageSignAt(said, 0), -1, 'Messages: the word error in a text delta is no sign');
 });

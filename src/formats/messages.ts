@@ -2,8 +2,12 @@ import { mergeRestated } from './usage-read.js';
 import { MESSAGES_REFERENCES } from './references.js';
 import { capturedString, isObject, MarkerSearch, parseObject, type FormatAdapter } from './types.js';
 
-/** The event names onEvent acts on. */
-const MARKERS = new MarkerSearch(['message_start', 'message_delta', 'error']);
+/**
+ * The event names onEvent acts on; `error` as its `event:` line writes it (with or without the
+ * one space SSE allows), as the bare word is in many a text delta and the shortest marker sets
+ * how far the search can skip.
+ */
+const MARKERS = new MarkerSearch(['message_start', 'message_delta', 'event:error', 'event: error']);
 const DELTA_TEXT = /"(?:text|partial_json|thinking)"\s*:\s*"((?:[^"\\]|\\.)*)"/;
 
 /**

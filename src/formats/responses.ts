@@ -3,8 +3,8 @@ import { RESPONSES_REFERENCES } from './references.js';
 import { capturedString, isObject, MarkerSearch, parseObject, type FormatAdapter } from './types.js';
 
 const DELTA = /"delta"\s*:\s*"((?:[^"\\]|\\.)*)"/;
-/** The event names onEvent acts on (`error` also matches `response.failed`'s neighbours: harmless). */
-const MARKERS = new MarkerSearch(['response.completed', 'response.incomplete', 'response.failed', 'error']);
+/** The event names onEvent acts on; `error` as its `event:` line writes it (see messages.ts). */
+const MARKERS = new MarkerSearch(['response.completed', 'response.incomplete', 'response.failed', 'event:error', 'event: error']);
 
 /**
  * OpenAI Responses: `usage.input_tokens` (cache reads and writes inside), `output_tokens` (reasoning inside);

@@ -155,7 +155,7 @@ const SHIFT = 0x7f;
  *
  * One pass in JavaScript rather than a native search per marker: a call into `Buffer.indexOf`
  * costs more than this loop costs for a whole event (a Messages event: ≈ 550 ns with its three
- * markers searched natively, ≈ 100–230 ns with this; bench/README.md, History, "2026-11-29,
+ * markers searched natively, ≈ 80–120 ns with this; bench/README.md, History, "2026-11-29,
  * second"). It skips as Horspool's search does, over the set: a window as long as the shortest
  * marker, the byte at its end saying how far on the next marker can start and whether one can end
  * there (`jump`), and the markers that start with the window's first byte (`startsWith`) then
