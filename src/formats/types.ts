@@ -171,7 +171,7 @@ export class MarkerSearch {
   private readonly startsWith = new Uint32Array(256);
 
   constructor(markers: readonly string[]) {
-    this.markers = markers.map((m) => Buffer.from(m, 'latin1'));
+    this.markers = markers.map((m) => Buffer.from(m));
     if (this.markers.length === 0 || this.markers.length > 32) throw new Error('MarkerSearch: 1 to 32 markers');
     this.window = Math.min(...this.markers.map((m) => m.length));
     if (this.window === 0 || this.window >= ENDS) throw new Error(`MarkerSearch: markers of 1 to ${ENDS - 1} bytes`);
