@@ -18,7 +18,10 @@ async function youngCollections(run: () => Promise<void>): Promise<number> {
   });
   observer.observe({ entryTypes: ['gc'] });
   await run();
-  await new Promise((resolve) => setTimeout(resolve, 50)); // entries are delivered on a later turn
+  // A collection's entry reaches the observer through immediates (Node's, then perf_hooks'), not
+  // by a time: a 50 ms timer alone could fire first on a loaded machine and lose the last one.
+  for (let turn = 0; turn < 4; turn++) await nextTurn();
+  await new Promise((resolve) => setTimeout(resolve, 50));
   observer.disconnect();
   return count;
 }
