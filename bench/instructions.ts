@@ -30,7 +30,9 @@
  * BENCH_TOP=N also prints, for each run, where its instructions went: by library (tollgate's own
  * JS, each package's JS, Node's JS, LMDB's C, V8's builtins and C++, libc), then the N functions
  * with the most instructions of their own. JS functions are named from the map that
- * `--perf-basic-prof` writes (callgrind itself sees only addresses in V8's code space), and placed
+ * `--perf-basic-prof` writes (callgrind itself sees only addresses in V8's code space; where V8
+ * reused the space of freed code, the entry written last), marked with the tier their code ran in
+ * (`*` TurboFan, `+` Maglev, `^` baseline, `~` interpreted), and placed
  * as bench/top-functions.ts places a CPU profile's (tollgate's through its source maps). Compare
  * functions rather than totals between builds: a compilation that falls in one run's window moves
  * its total by more than most changes. One more thing callgrind counts differently from the CPU:
@@ -75,7 +77,12 @@ function windowDump(dir: string): { file: string; instructions: number } {
   return most;
 }
 
-/** The code ranges of the `--perf-basic-prof` map process `pid` wrote (start, size, name), sorted by start; the map is removed. */
+/**
+ * The code ranges of the `--perf-basic-prof` map process `pid` wrote (start, size, name), in the
+ * order written; the map is removed. V8 reuses the space of code it has freed, so a later entry
+ * can cover an earlier one's addresses (ten of those a streamed call's window counted: bench/
+ * README.md, History, "2026-11-29, third").
+ */
 function readPerfMap(pid: number): Array<[number, number, string]> {
   const file = `/tmp/perf-${pid}.map`;
   if (!existsSync(file)) return [];
@@ -85,18 +92,18 @@ function readPerfMap(pid: number): Array<[number, number, string]> {
     if (m !== null) ranges.push([parseInt(m[1]!, 16), parseInt(m[2]!, 16), m[3]!]);
   }
   rmSync(file, { force: true });
-  return ranges.sort((a, b) => a[0] - b[0]);
+  return ranges;
 }
 
+/**
+ * The code at `address` as the window ran it: of the entries that cover it, the one written last
+ * (the code that took the space over; the window is the run's end). A search by start address
+ * would name either, whichever it met first.
+ */
 function nameAt(ranges: Array<[number, number, string]>, address: number): string | undefined {
-  let lo = 0;
-  let hi = ranges.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const [start, size, name] = ranges[mid]!;
-    if (address < start) hi = mid - 1;
-    else if (address >= start + size) lo = mid + 1;
-    else return name;
+  for (let i = ranges.length - 1; i >= 0; i--) {
+    const [start, size, name] = ranges[i]!;
+    if (address >= start && address < start + size) return name;
   }
   return undefined;
 }
@@ -112,13 +119,16 @@ const NATIVE: Array<[string, RegExp]> = [
 /**
  * A JS function of the perf map ("JS:*write file:///…/dist/formats/top-level-scanner.js:276:10")
  * named and placed as the CPU profile's report does (top-functions.ts: tollgate's code through its
- * source maps, a package by its name); RegExp code, wasm and stubs are "other code".
+ * source maps, a package by its name); RegExp code, wasm and stubs are "other code". The name
+ * keeps V8's mark of the tier the code ran in: `*` TurboFan, `+` Maglev (Node 22 on), `^`
+ * baseline (Sparkplug), `~` the interpreter (a `'` after it: specialised to one closure's
+ * context), so one function can have a row per tier.
  */
 function jsFunction(mapName: string): { name: string; library: string } {
-  const m = /^JS:[*~^]?(.*?) ?(\S+):(\d+):(\d+)$/.exec(mapName);
+  const m = /^JS:((?:[*+~^]'?)?)(.*?) ?(\S+):(\d+):(\d+)$/.exec(mapName);
   if (m === null) return { name: mapName, library: 'other code (RegExp, wasm, stubs)' };
-  const { where, area, ours } = locate({ functionName: m[1]!, url: m[2]!, lineNumber: Number(m[3]) - 1, columnNumber: Number(m[4]) - 1 });
-  return { name: `${m[1] || '(anonymous)'} ${where}`, library: ours ? 'tollgate (JS)' : `${area} (JS)` };
+  const { where, area, ours } = locate({ functionName: m[2]!, url: m[3]!, lineNumber: Number(m[4]) - 1, columnNumber: Number(m[5]) - 1 });
+  return { name: `${m[1]}${m[2] || '(anonymous)'} ${where}`, library: ours ? 'tollgate (JS)' : `${area} (JS)` };
 }
 
 /** Prints where a run's window went: by library, then the TOP functions by their own instructions. */
