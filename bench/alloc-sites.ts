@@ -1,5 +1,5 @@
 /**
- * Where a plain call's heap bytes are allocated, by function: the cost budget of
+ * Where a call's heap bytes are allocated, by function: the cost budget of
  * test/cost-allocation.test.ts says how many bytes a call allocates, this says which code asks
  * for them. `tollgate serve` runs with bench/heap-sample-preload.mjs and the interpreter only
  * (as the budget counts); after a warm-up, V8's sampling heap profiler (one sample per 64 bytes
@@ -8,6 +8,10 @@
  *
  *   node --import tsx bench/alloc-sites.ts [TOP]      (TOP sites listed, default 40)
  *
+ * BENCH_CALL=stream: a streamed chat call whose 24 events come 2 ms apart, each a read of its own
+ * (as in the streams-at-scale burst and `BENCH_CALL=stream` of bench/instructions.ts), instead of
+ * a plain one; 2,000 of them take about two minutes.
+ *
  * Sampled, not counted: a site's figure is an estimate; the budget's count is the exact total
  * (and also counts what the profiler does not see, such as the store's own native-backed work).
  */
@@ -15,9 +19,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { BENCH_DIR, CHAT_PATH, guardChildren, PLAIN_BODY, ROOT, runMain, startMock, startTollgate, tempDir } from './lib.js';
+import { BENCH_DIR, CHAT_PATH, guardChildren, PLAIN_BODY, READ_PER_EVENT_BODY, ROOT, runMain, startMock, startTollgate, tempDir } from './lib.js';
 
 const top = Number(process.argv[2] ?? 40);
+const CALL = process.env.BENCH_CALL || 'plain';
+const BODIES: Record<string, string> = { plain: PLAIN_BODY, stream: READ_PER_EVENT_BODY };
+if (!Object.hasOwn(BODIES, CALL)) throw new Error(`BENCH_CALL: unknown call '${CALL}' (${Object.keys(BODIES).join(', ')})`);
+const BODY = BODIES[CALL]!;
 const WARM_UP = 500;
 const CALLS = 2000;
 
@@ -53,7 +61,7 @@ async function main(): Promise<void> {
   const agent = new Agent({ connections: 1 });
   const calls = async (n: number): Promise<void> => {
     for (let i = 0; i < n; i++) {
-      const res = await request(tg.url + CHAT_PATH, { method: 'POST', dispatcher: agent, headers: { authorization: `Bearer ${tg.key}`, 'content-type': 'application/json' }, body: PLAIN_BODY });
+      const res = await request(tg.url + CHAT_PATH, { method: 'POST', dispatcher: agent, headers: { authorization: `Bearer ${tg.key}`, 'content-type': 'application/json' }, body: BODY });
       await res.body.arrayBuffer();
       if (res.statusCode !== 200) throw new Error(`call answered ${res.statusCode}`);
     }
@@ -77,7 +85,7 @@ async function main(): Promise<void> {
   }
   const perCall = [...sites].map(([site, bytes]): [string, number] => [site, bytes / CALLS]).sort((a, b) => b[1] - a[1]);
   const total = perCall.reduce((sum, [, d]) => sum + d, 0);
-  console.log(`≈ ${total.toFixed(0)} bytes per plain call sampled over ${CALLS} calls after ${WARM_UP}; the top ${top} sites:`);
+  console.log(`≈ ${total.toFixed(0)} bytes per ${CALL} call sampled over ${CALLS} calls after ${WARM_UP}; the top ${top} sites:`);
   for (const [site, d] of perCall.slice(0, top)) console.log(`${d.toFixed(0).padStart(7)}  ${site}`);
 }
 

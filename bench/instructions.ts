@@ -49,7 +49,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { locate } from './top-functions.js';
-import { bareProxyScript, CHAT_PATH, guardChildren, HOST, machine, MESSAGES_MODEL, MESSAGES_PATH, MODEL, PLAIN_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir, writeBenchConfig } from './lib.js';
+import { bareProxyScript, CHAT_PATH, guardChildren, HOST, machine, MESSAGES_MODEL, MESSAGES_PATH, PLAIN_BODY, READ_PER_EVENT_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir, writeBenchConfig } from './lib.js';
 
 const targets = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
 const WARM_UP = Number(process.env.BENCH_WARM_UP || 6000);
@@ -59,7 +59,7 @@ const TOP = Number(process.env.BENCH_TOP || 0);
 /** Each call's path and body: a plain chat call, or a streamed one whose events are each a read of their own (see the header). */
 const CALLED: Record<string, { path: string; body: string }> = {
   plain: { path: CHAT_PATH, body: PLAIN_BODY },
-  stream: { path: CHAT_PATH, body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hi.' }], stream: true, stream_options: { include_usage: true }, mock: { chunks: 20, chunkDelayMs: 2 } }) },
+  stream: { path: CHAT_PATH, body: READ_PER_EVENT_BODY },
   messages: { path: MESSAGES_PATH, body: JSON.stringify({ model: MESSAGES_MODEL, max_tokens: 1024, messages: [{ role: 'user', content: 'Say hi.' }], stream: true, mock: { chunks: 20, chunkDelayMs: 2 } }) },
 };
 if (!Object.hasOwn(CALLED, CALL)) throw new Error(`BENCH_CALL: unknown call '${CALL}' (${Object.keys(CALLED).join(', ')})`);

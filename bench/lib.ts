@@ -33,6 +33,14 @@ export const STREAM_BODY = JSON.stringify({
   stream_options: { include_usage: true },
   mock: { chunks: 20 },
 });
+/** The same stream with its events 2 ms apart: each event a read of its own, as in the streams-at-scale burst. */
+export const READ_PER_EVENT_BODY = JSON.stringify({
+  model: MODEL,
+  messages: [{ role: 'user', content: 'Say hi.' }],
+  stream: true,
+  stream_options: { include_usage: true },
+  mock: { chunks: 20, chunkDelayMs: 2 },
+});
 /** The same stream as 20 separate writes back to back (a provider flushing per token, in a burst). */
 export const BURST_BODY = JSON.stringify({
   model: MODEL,
