@@ -10,7 +10,7 @@
  *
  * BENCH_CALL=stream: a streamed chat call whose 24 events come 2 ms apart, each a read of its own
  * (as in the streams-at-scale burst and `BENCH_CALL=stream` of bench/instructions.ts), instead of
- * a plain one; 2,000 of them take about two minutes.
+ * a plain one; with the warm-up, about four minutes.
  *
  * Sampled, not counted: a site's figure is an estimate; the budget's count is the exact total
  * (and also counts what the profiler does not see, such as the store's own native-backed work).
