@@ -19,13 +19,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { BENCH_DIR, CHAT_PATH, guardChildren, PLAIN_BODY, READ_PER_EVENT_BODY, ROOT, runMain, startMock, startTollgate, tempDir } from './lib.js';
+import { BENCH_DIR, CHAT_PATH, envChoice, guardChildren, PLAIN_BODY, READ_PER_EVENT_BODY, ROOT, runMain, startMock, startTollgate, tempDir } from './lib.js';
 
 const top = Number(process.argv[2] ?? 40);
-const CALL = process.env.BENCH_CALL || 'plain';
-const BODIES: Record<string, string> = { plain: PLAIN_BODY, stream: READ_PER_EVENT_BODY };
-if (!Object.hasOwn(BODIES, CALL)) throw new Error(`BENCH_CALL: unknown call '${CALL}' (${Object.keys(BODIES).join(', ')})`);
-const BODY = BODIES[CALL]!;
+const [CALL, BODY] = envChoice('BENCH_CALL', 'plain', { plain: PLAIN_BODY, stream: READ_PER_EVENT_BODY });
 const WARM_UP = 500;
 const CALLS = 2000;
 

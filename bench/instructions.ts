@@ -49,21 +49,18 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { locate } from './top-functions.js';
-import { bareProxyScript, CHAT_PATH, guardChildren, HOST, machine, MESSAGES_MODEL, MESSAGES_PATH, PLAIN_BODY, READ_PER_EVENT_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir, writeBenchConfig } from './lib.js';
+import { bareProxyScript, CHAT_PATH, envChoice, guardChildren, HOST, machine, MESSAGES_MODEL, MESSAGES_PATH, PLAIN_BODY, READ_PER_EVENT_BODY, ROOT, runMain, runNode, spawnServer, startMock, tempDir, writeBenchConfig } from './lib.js';
 
 const targets = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [ROOT];
 const WARM_UP = Number(process.env.BENCH_WARM_UP || 6000);
 const CALLS = Number(process.env.BENCH_CALLS || 2000);
-const CALL = process.env.BENCH_CALL || 'plain';
 const TOP = Number(process.env.BENCH_TOP || 0);
 /** Each call's path and body: a plain chat call, or a streamed one whose events are each a read of their own (see the header). */
-const CALLED: Record<string, { path: string; body: string }> = {
+const [CALL, { path: PATH, body: BODY }] = envChoice('BENCH_CALL', 'plain', {
   plain: { path: CHAT_PATH, body: PLAIN_BODY },
   stream: { path: CHAT_PATH, body: READ_PER_EVENT_BODY },
   messages: { path: MESSAGES_PATH, body: JSON.stringify({ model: MESSAGES_MODEL, max_tokens: 1024, messages: [{ role: 'user', content: 'Say hi.' }], stream: true, mock: { chunks: 20, chunkDelayMs: 2 } }) },
-};
-if (!Object.hasOwn(CALLED, CALL)) throw new Error(`BENCH_CALL: unknown call '${CALL}' (${Object.keys(CALLED).join(', ')})`);
-const { path: PATH, body: BODY } = CALLED[CALL]!;
+});
 
 /** The largest callgrind dump in `dir` (the counted window's) and its instructions (Ir). */
 function windowDump(dir: string): { file: string; instructions: number } {
@@ -120,9 +117,8 @@ const NATIVE: Array<[string, RegExp]> = [
  * A JS function of the perf map ("JS:*write file:///…/dist/formats/top-level-scanner.js:276:10")
  * named and placed as the CPU profile's report does (top-functions.ts: tollgate's code through its
  * source maps, a package by its name); RegExp code, wasm and stubs are "other code". The name
- * keeps V8's mark of the tier the code ran in: `*` TurboFan, `+` Maglev (Node 22 on), `^`
- * baseline (Sparkplug), `~` the interpreter (a `'` after it: specialised to one closure's
- * context), so one function can have a row per tier.
+ * keeps V8's tier mark (the header lists them; an optimised tier's may carry a `'`), so one
+ * function can have a row per tier.
  */
 function jsFunction(mapName: string): { name: string; library: string } {
   const m = /^JS:((?:[*+~^]'?)?)(.*?) ?(\S+):(\d+):(\d+)$/.exec(mapName);

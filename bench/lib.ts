@@ -200,6 +200,16 @@ export function envNumber(name: string, fallback: number, min: number): number {
   return n;
 }
 
+/**
+ * The name environment variable `name` gives (`fallback` when unset or empty) and its entry in
+ * `table`; a name the table lacks is an error that lists the ones it has.
+ */
+export function envChoice<T>(name: string, fallback: string, table: Record<string, T>): [string, T] {
+  const chosen = process.env[name] || fallback;
+  if (!Object.hasOwn(table, chosen)) throw new Error(`${name}: unknown '${chosen}' (${Object.keys(table).join(', ')})`);
+  return [chosen, table[chosen]!];
+}
+
 /** Runs `node ARGS` (or `EXECUTABLE ARGS`) to completion; resolves to its stdout, rejects on a non-zero exit. */
 export function runNode(args: string[], env: NodeJS.ProcessEnv = {}, executable = process.execPath): Promise<string> {
   return new Promise((resolve, reject) => {
