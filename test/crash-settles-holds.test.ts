@@ -6,9 +6,11 @@
  * request's bytes, in tokens, at the input price). Nothing stays held; nothing is billed twice;
  * the balance is the opening balance minus the records' costs.
  */
+import type { Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import { eventually } from './helpers/client-gone.js';
 import { allRecords, childPids, post, startGateway, usageOf, type Harness } from './helpers/harness.js';
+import { open, parseResponses, portOf, postBytes, readUntil } from './helpers/raw-http.js';
 
 const STREAM = { model: 'gpt-4o-mini', max_tokens: 100, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Tell me a long story.' }] };
 /** A stream of 1,000 events 50 ms apart: still running when the process is killed. */
@@ -91,13 +93,46 @@ t.test('kill -9 with 20 streams in flight, then restart: each call settled once'
   await checkKey(t, gw, token.key, 'token', 13, 10, interruptedTokens(LONG));
 });
 
+/**
+ * `count` keep-alive connections to the gateway, at least one accepted by each of its two
+ * workers (the kernel picks the worker of each connection: more are opened until both show),
+ * each known by its worker's request-id stem, read from a refused call on it.
+ */
+async function connectionsOnBothWorkers(t: Test, port: number, count: number): Promise<Socket[]> {
+  const byStem = new Map<string, Socket[]>();
+  const all: Socket[] = [];
+  t.teardown(() => all.forEach((s) => s.destroy()));
+  while (all.length < count || byStem.size < 2) {
+    if (all.length > 200) throw new Error('200 connections, all accepted by one worker');
+    const socket = await open(port);
+    all.push(socket);
+    socket.write('GET /v1/nope HTTP/1.1\r\nhost: x\r\n\r\n');
+    const answer = await readUntil(socket, (got) => parseResponses(got).responses.length === 1);
+    const stem = parseResponses(answer).responses[0]!.headers['x-request-id']!.slice(0, 16);
+    byStem.set(stem, [...(byStem.get(stem) ?? []), socket]);
+  }
+  // Of the connections beyond `count`, keep only what gives the second worker its first one.
+  const [one, other] = [...byStem.values()].sort((a, b) => a.length - b.length);
+  return [...one!, ...other!.slice(0, Math.max(1, count - one!.length))];
+}
+
+/** Sends a call on a connection of connectionsOnBothWorkers: 'complete' if its 200 answer ends, else 'broken'. */
+function callOn(socket: Socket, key: string, body: unknown): Promise<'complete' | 'broken'> {
+  socket.write(postBytes('/v1/chat/completions', key, JSON.stringify(body)));
+  return readUntil(socket, (got) => parseResponses(got).responses.length === 1).then(
+    (got) => (parseResponses(got).responses[0]!.status === 200 ? 'complete' : 'broken'),
+    () => 'broken',
+  );
+}
+
 t.test('a worker killed -9 with calls in flight: the surviving worker settles them within seconds', async (t) => {
   const gw = await startGateway(t, { workers: 2 });
   const credit = await gw.createKey(['--mode', 'credit', '--balance', '1']);
   const [victim] = childPids(gw.proc.pid!);
+  const sockets = await connectionsOnBothWorkers(t, portOf(gw.base), 20);
   gw.mock.pause();
-  const calls = Array.from({ length: 20 }, () => post(`${gw.base}/v1/chat/completions`, credit.key, STREAM).then((r) => (r.status === 200 ? 'complete' : 'refused'), () => 'broken'));
-  await eventually(async () => (gw.mock.held === 20 ? true : undefined));
+  const calls = sockets.map((socket) => callOn(socket, credit.key, STREAM));
+  await eventually(async () => (gw.mock.held === sockets.length ? true : undefined));
   process.kill(victim!, 'SIGKILL');
   const killedAt = Date.now();
   // The killed worker's calls are settled by the other worker (or its replacement) while the
@@ -114,7 +149,7 @@ t.test('a worker killed -9 with calls in flight: the surviving worker settles th
   const outcomes = await Promise.all(calls);
   const broken = outcomes.filter((o) => o === 'broken').length;
   t.equal(broken, interrupted, 'one interrupted record per call that broke');
-  t.equal(outcomes.filter((o) => o === 'complete').length, 20 - broken, 'the others completed');
-  t.ok(broken > 0 && broken < 20, 'calls were spread over both workers');
-  await checkKey(t, gw, credit.key, 'credit', 20, broken, interruptedTokens(STREAM));
+  t.equal(outcomes.filter((o) => o === 'complete').length, sockets.length - broken, 'the others completed');
+  t.ok(broken > 0 && broken < sockets.length, 'the killed worker\'s calls broke, the other\'s did not');
+  await checkKey(t, gw, credit.key, 'credit', sockets.length, broken, interruptedTokens(STREAM));
 });
