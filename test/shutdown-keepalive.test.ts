@@ -32,7 +32,8 @@ for (const workers of [1, 2]) {
     const gw = await startGateway(t, workers > 1 ? { workers } : {});
     const { key } = await gw.createKey(['--mode', 'credit', '--balance', '5']);
     const port = portOf(gw.base);
-    const exited = new Promise<{ code: number | null; at: number }>((resolve) => gw.proc.once('exit', (code) => resolve({ code, at: Date.now() })));
+    // 'close', not 'exit': its output read to the end as well (the `stopped` line comes last).
+    const exited = new Promise<{ code: number | null; at: number }>((resolve) => gw.proc.once('close', (code) => resolve({ code, at: Date.now() })));
 
     // 50 keep-alive clients, each idle after one call on its own connection.
     const idle: Socket[] = await Promise.all(Array.from({ length: IDLE_CLIENTS }, async () => {
@@ -101,7 +102,8 @@ for (const workers of [1, 2]) {
 for (const workers of [1, 2]) {
   t.test(`SIGTERM the moment the listening line is out: exit 0 (workers: ${workers})`, async (t) => {
     const gw = await startGateway(t, workers > 1 ? { workers } : {});
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => gw.proc.once('exit', (code, signal) => resolve({ code, signal })));
+    // 'close', not 'exit': its output read to the end as well (the `stopped` line comes last).
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => gw.proc.once('close', (code, signal) => resolve({ code, signal })));
     gw.proc.kill('SIGTERM');
     const { code, signal } = await exited;
     t.same({ code, signal }, { code: 0, signal: null }, 'exit 0, not ended by the signal\'s default action');
