@@ -30,10 +30,19 @@ function missing(): string | null {
   return null;
 }
 
-/** A pid no process has out here, to be the namespaced gateway's pid inside its namespace. */
+/**
+ * A pid no process has out here, to be the namespaced gateway's pid inside its namespace: one a
+ * little behind the kernel's last pid, which new processes reach only once the counter has gone
+ * all the way round (pid_max), so that none takes it while the test looks.
+ */
 function pidFreeOutside(): number {
   const max = Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8'));
-  for (let pid = Math.min(max - 100, 30_000); pid > 1000; pid -= 7) if (!existsSync(`/proc/${pid}`) && !existsSync(`/proc/${pid - 1}`)) return pid;
+  const last = Number(readFileSync('/proc/sys/kernel/ns_last_pid', 'utf8'));
+  const span = max - 1000;
+  for (let back = 100; back < span; back += 7) {
+    const pid = ((((last - back - 1000) % span) + span) % span) + 1000;
+    if (!existsSync(`/proc/${pid}`) && !existsSync(`/proc/${pid - 1}`)) return pid;
+  }
   throw new Error('no free pid found');
 }
 
