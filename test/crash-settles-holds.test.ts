@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import { eventually } from './helpers/client-gone.js';
 import { allRecords, childPids, post, startGateway, usageOf, type Harness } from './helpers/harness.js';
-import { open, parseResponses, portOf, postBytes, readUntil } from './helpers/raw-http.js';
+import { nextResponse, open, portOf, postBytes, processStem } from './helpers/raw-http.js';
 
 const STREAM = { model: 'gpt-4o-mini', max_tokens: 100, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Tell me a long story.' }] };
 /** A stream of 1,000 events 50 ms apart: still running when the process is killed. */
@@ -94,35 +94,28 @@ t.test('kill -9 with 20 streams in flight, then restart: each call settled once'
 });
 
 /**
- * `count` keep-alive connections to the gateway, at least one accepted by each of its two
- * workers (the kernel picks the worker of each connection: more are opened until both show),
- * each known by its worker's request-id stem, read from a refused call on it.
+ * At least `count` keep-alive connections to the gateway, and at least one accepted by each of its
+ * two workers: the kernel picks the worker of each connection, so more are opened until both have
+ * shown, each by its worker's request-id stem on a refused call.
  */
 async function connectionsOnBothWorkers(t: Test, port: number, count: number): Promise<Socket[]> {
-  const byStem = new Map<string, Socket[]>();
-  const all: Socket[] = [];
-  t.teardown(() => all.forEach((s) => s.destroy()));
-  while (all.length < count || byStem.size < 2) {
-    if (all.length > 200) throw new Error('200 connections, all accepted by one worker');
+  const sockets: Socket[] = [];
+  const stems = new Set<string>();
+  t.teardown(() => sockets.forEach((s) => s.destroy()));
+  while (sockets.length < count || stems.size < 2) {
+    if (sockets.length > 200) throw new Error('200 connections, all accepted by one worker');
     const socket = await open(port);
-    all.push(socket);
+    sockets.push(socket);
     socket.write('GET /v1/nope HTTP/1.1\r\nhost: x\r\n\r\n');
-    const answer = await readUntil(socket, (got) => parseResponses(got).responses.length === 1);
-    const stem = parseResponses(answer).responses[0]!.headers['x-request-id']!.slice(0, 16);
-    byStem.set(stem, [...(byStem.get(stem) ?? []), socket]);
+    stems.add(processStem(await nextResponse(socket)));
   }
-  // Of the connections beyond `count`, keep only what gives the second worker its first one.
-  const [one, other] = [...byStem.values()].sort((a, b) => a.length - b.length);
-  return [...one!, ...other!.slice(0, Math.max(1, count - one!.length))];
+  return sockets;
 }
 
-/** Sends a call on a connection of connectionsOnBothWorkers: 'complete' if its 200 answer ends, else 'broken'. */
+/** Sends a call on a connection: 'complete' if its answer is a whole 200, else 'broken'. */
 function callOn(socket: Socket, key: string, body: unknown): Promise<'complete' | 'broken'> {
   socket.write(postBytes('/v1/chat/completions', key, JSON.stringify(body)));
-  return readUntil(socket, (got) => parseResponses(got).responses.length === 1).then(
-    (got) => (parseResponses(got).responses[0]!.status === 200 ? 'complete' : 'broken'),
-    () => 'broken',
-  );
+  return nextResponse(socket).then((r) => (r.status === 200 ? 'complete' : 'broken'), () => 'broken');
 }
 
 t.test('a worker killed -9 with calls in flight: the surviving worker settles them within seconds', async (t) => {

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { eventually } from './helpers/client-gone.js';
 import { allRecords, childPids, post, startGateway, usageOf, type Reply } from './helpers/harness.js';
-import { exchange, parseResponses, portOf } from './helpers/raw-http.js';
+import { exchange, parseResponses, portOf, processStem } from './helpers/raw-http.js';
 
 const BODY = { model: 'gpt-4o-mini', messages: [], mock: { inputTokens: 10, outputTokens: 5 } };
 const COST_NANO = 10 * 150 + 5 * 600; // gpt-4o-mini: 10 input tokens at $0.15/M, 5 output at $0.60/M
@@ -20,7 +20,7 @@ const INTERRUPTED_NANO = Math.ceil(Buffer.byteLength(JSON.stringify(BODY)) / 4) 
 /** The process stem of the gateway's own request ids (`req_` + 12 hex), from a refused call on a new connection. */
 async function workerStem(port: number): Promise<string> {
   const { data } = await exchange(port, 'GET /v1/nope HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
-  return parseResponses(data).responses[0]!.headers['x-request-id']!.slice(0, 16);
+  return processStem(parseResponses(data).responses[0]!);
 }
 
 /** Waits until `condition()` holds, checking every 20 ms (throws after 30 s). */

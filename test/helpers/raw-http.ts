@@ -143,6 +143,16 @@ export function readUntil(socket: Socket, done: (received: Buffer) => boolean): 
   });
 }
 
+/** The next whole response on `socket` (see readUntil: rejects if the connection closes first). */
+export async function nextResponse(socket: Socket): Promise<RawResponse> {
+  return parseResponses(await readUntil(socket, (d) => parseResponses(d).responses.length === 1)).responses[0]!;
+}
+
+/** The stem of the gateway's own request id (`req_` + 12 hex): the same for every call a process serves. */
+export function processStem(response: RawResponse): string {
+  return response.headers['x-request-id']!.slice(0, 16);
+}
+
 /**
  * Resolves when the server closes `socket` (a close of either kind). The socket is set reading,
  * so that the server's end is seen behind whatever data comes first.
