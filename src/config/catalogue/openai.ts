@@ -17,7 +17,8 @@ import type { RawModel } from '../types.js';
  *   writes carry no fee, so the extended ones are priced as input.
  * - Long context: "when the request's input exceeds 272,000 tokens, input and cache rates are
  *   2× and output 1.5× for the whole request", input counting cached tokens
- *   (developers.openai.com model pages of gpt-6.2-sol, gpt-6.1-terra, gpt-6-luna, gpt-5.6-luna).
+ *   (developers.openai.com model pages of gpt-6.2-sol, gpt-6.1-terra, gpt-6-luna, gpt-5.6-luna;
+ *   gpt-5.4's page states it for its models with a 1.05M window, gpt-5.4 and gpt-5.4-pro).
  * - Service tiers: priority processing was renamed Fast on 2026-07-30, one tier under two
  *   names (`tiers.fast` serves `service_tier` "fast" and "priority"); rates per model from
  *   openai.com/api-fast-mode (two stored versions: an older table without long context, a
@@ -27,7 +28,7 @@ import type { RawModel } from '../types.js';
  * - Regional processing (a provider on `eu.api.openai.com` and the like): +10% "on eligible
  *   models released on or after 2026-03-05" (developers.openai.com/api/docs/guides/
  *   data-residency): `regionalProcessing: 1.1` on the GPT-6 models (released September to
- *   November 2026). Where the release date or eligibility was not found, it is left out, and
+ *   November 2026) and on the GPT-5.4 family, whose model pages state the uplift. Where the release date or eligibility was not found, it is left out, and
  *   calls through a regional provider are refused.
  * - Built-in tools: web search $10 per 1,000 calls on GPT-5, o-series and later models, $25 on
  *   GPT-4o and GPT-4.1 (its `web_search_preview`); file search $2.50 (platform.openai.com/docs/
@@ -194,12 +195,16 @@ export const OPENAI_MODELS: Record<string, RawModel> = {
     },
   },
   // Secondary: api-evangelist's copy of the pricing page (2026-05-04), Vercel and Venice: 5 / 0.50
-  // / 30, 1,050,000 context. openai.com/api-fast-mode: Fast 12.50 / 1.25 / 75, "excludes long
-  // context" (no long-context band is configured). No cache-write fee before GPT-5.6.
+  // / 30, 1,050,000 context. Above 272K "2x input and 1.5x output for the full session", 10 / 1 /
+  // 45 (secondary: benchr.org's and tokencost.app's readings of OpenAI's docs; gpt-5.4's own page
+  // states the rule for its models with a 1.05M window). openai.com/api-fast-mode: Fast 12.50 /
+  // 1.25 / 75, "excludes long context" (the Fast table has no long-context band: a long Fast call
+  // is billed each kind at the higher of the two tables, noted). No cache-write fee before GPT-5.6.
   'gpt-5.5': {
     ...GPT, contextWindow: 1050000, maxOutputTokens: 128000,
     price: {
       input: 5, cachedInput: 0.5, cacheWrite: 5, cacheWriteExtended: 5, output: 30,
+      longContext: { threshold: 272000, input: 10, cachedInput: 1, cacheWrite: 10, cacheWriteExtended: 10, output: 45 },
       tiers: { fast: { input: 12.5, cachedInput: 1.25, cacheWrite: 12.5, cacheWriteExtended: 12.5, output: 75 } },
       toolCalls: TOOLS,
     },
@@ -209,34 +214,50 @@ export const OPENAI_MODELS: Record<string, RawModel> = {
     ...GPT, contextWindow: 1050000, maxOutputTokens: 128000,
     price: { input: 30, cacheWrite: 30, cacheWriteExtended: 30, output: 180, toolCalls: TOOLS },
   },
-  // Secondary: api-evangelist (2026-05-04): 2.50 / 0.25 / 15; openai.com/api-fast-mode: Fast 5 /
-  // 0.50 / 30. Context window and output limit not found.
+  // developers.openai.com/api/docs/models/gpt-5.4: 2.50 / 0.25 / 15, 1,050,000 context, 128,000
+  // output; "For models with a 1.05M context window (GPT-5.4 and GPT-5.4 pro), prompts with >272K
+  // input tokens are priced at 2x input and 1.5x output for the full session": 5 / 15 × 1.5 = 22.50,
+  // cache reads 2× as well (0.50: secondary, a reading of the pricing page's long-context column);
+  // "Regional processing (data residency) endpoints are charged a 10% uplift for GPT-5.4 and GPT-5.4
+  // pro". openai.com/api-fast-mode: Fast 5 / 0.50 / 30, "excludes long context" (no Fast band above
+  // 272K). Snapshot gpt-5.4-2026-03-05 (secondary: a copy of the data-residency guide's table).
   'gpt-5.4': {
-    ...GPT,
+    ...GPT, aliases: ['gpt-5.4-2026-03-05'], contextWindow: 1050000, maxOutputTokens: 128000,
     price: {
       input: 2.5, cachedInput: 0.25, cacheWrite: 2.5, cacheWriteExtended: 2.5, output: 15,
+      longContext: { threshold: 272000, input: 5, cachedInput: 0.5, cacheWrite: 5, cacheWriteExtended: 5, output: 22.5 },
       tiers: { fast: { input: 5, cachedInput: 0.5, cacheWrite: 5, cacheWriteExtended: 5, output: 30 } },
-      toolCalls: TOOLS,
+      regionalProcessing: 1.1, toolCalls: TOOLS,
     },
   },
-  // Secondary: api-evangelist: 0.75 / 0.075 / 4.50; openai.com/api-fast-mode: Fast 1.50 / 0.15 / 9.
+  // developers.openai.com/api/docs/models/gpt-5.4-mini, as copied with its source line (secondary
+  // copy): 0.75 / 0.075 / 4.50, "400,000 context window", "128,000 max output tokens", "a 10% uplift
+  // for GPT-5.4 mini", snapshot gpt-5.4-mini-2026-03-17; no long-context band. openai.com/
+  // api-fast-mode: Fast 1.50 / 0.15 / 9.
   'gpt-5.4-mini': {
-    ...GPT,
+    ...GPT, aliases: ['gpt-5.4-mini-2026-03-17'], contextWindow: 400000, maxOutputTokens: 128000,
     price: {
       input: 0.75, cachedInput: 0.075, cacheWrite: 0.75, cacheWriteExtended: 0.75, output: 4.5,
       tiers: { fast: { input: 1.5, cachedInput: 0.15, cacheWrite: 1.5, cacheWriteExtended: 1.5, output: 9 } },
-      toolCalls: TOOLS,
+      regionalProcessing: 1.1, toolCalls: TOOLS,
     },
   },
-  // Secondary: api-evangelist: 0.20 / 0.02 / 1.25.
+  // developers.openai.com/ja-JP/api/docs/models/gpt-5.4-nano: 0.20 / 0.02 / 1.25, 400,000 context,
+  // 128,000 output, the 10% regional uplift, default snapshot gpt-5.4-nano-2026-03-17.
   'gpt-5.4-nano': {
-    ...GPT,
-    price: { input: 0.2, cachedInput: 0.02, cacheWrite: 0.2, cacheWriteExtended: 0.2, output: 1.25, toolCalls: TOOLS },
+    ...GPT, aliases: ['gpt-5.4-nano-2026-03-17'], contextWindow: 400000, maxOutputTokens: 128000,
+    price: { input: 0.2, cachedInput: 0.02, cacheWrite: 0.2, cacheWriteExtended: 0.2, output: 1.25, regionalProcessing: 1.1, toolCalls: TOOLS },
   },
-  // Secondary: a summary of the pricing page: 30 / 180.
+  // developers.openai.com/api/docs/models/gpt-5.4-pro (and its ko-KR version): 30 / 180, no cached
+  // rate, 1,050,000 context, 128,000 output, above 272K 2× input and 1.5× output (60 / 270), the 10%
+  // regional uplift, snapshot gpt-5.4-pro-2026-03-05.
   'gpt-5.4-pro': {
-    ...GPT,
-    price: { input: 30, cacheWrite: 30, cacheWriteExtended: 30, output: 180, toolCalls: TOOLS },
+    ...GPT, aliases: ['gpt-5.4-pro-2026-03-05'], contextWindow: 1050000, maxOutputTokens: 128000,
+    price: {
+      input: 30, cacheWrite: 30, cacheWriteExtended: 30, output: 180,
+      longContext: { threshold: 272000, input: 60, cacheWrite: 60, cacheWriteExtended: 60, output: 270 },
+      regionalProcessing: 1.1, toolCalls: TOOLS,
+    },
   },
   // openai.com/api-fast-mode: Fast 3.50 / 0.35 / 28, standard half of it (1.75 / 0.175 / 14).
   // 400,000 / 128,000 from the 2025 model page (not re-read). Recorded answers carry the snapshot.
