@@ -262,7 +262,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     release(call);
     if (enabled === null) return sendError(call.res, 'store_unavailable', call.requestId);
     if (!enabled) return sendError(call.res, 'model_not_available', call.requestId);
-    sendErrorSaying(call.res, option.code, call.requestId, option.message, option.member);
+    sendErrorSaying(call.res, option.code, call.requestId, option.message);
   }
 
   function held(call: Call, refusal: Refusal | null, continued: ResponseOwner | null): void {
@@ -563,11 +563,10 @@ const MOCK_ANSWER_HEADER = ['x-tollgate-mock', '1'] as const;
  */
 const EARLY_BODY_LIMIT = 64 * 1024;
 
-/** Why a call's options are refused before it is forwarded, for the error's code, message and param. */
+/** Why a call's options are refused before it is forwarded: the error's code and message (its `param` is null, as on every error the gateway raises but previous_response_not_found). */
 interface OptionRefusal {
   code: 'unsupported_option' | 'unpriced_option';
   message: string;
-  member: string | null;
 }
 
 /**
@@ -577,9 +576,9 @@ interface OptionRefusal {
  */
 function optionRefusal(call: Call, credit: boolean): OptionRefusal | null {
   const unsupported = unsupportedIn(call.facts!, call.format!.references);
-  if (unsupported !== null) return { code: 'unsupported_option', message: unsupported.message, member: unsupported.path };
+  if (unsupported !== null) return { code: 'unsupported_option', message: unsupported.message };
   const unpriced = credit ? unpricedRefusal(call.levers!, call.model!) : null;
-  return unpriced === null ? null : { code: 'unpriced_option', message: unpriced, member: null };
+  return unpriced === null ? null : { code: 'unpriced_option', message: unpriced };
 }
 
 /** The stored responses a call continues (Hold.previousResponses), in formats whose provider stores them. */

@@ -19,7 +19,7 @@ import { isObject } from './types.js';
 /** Looks at one top-level member's value: the JSON path of the reference it makes, or null. */
 export type ReferenceCheck = (value: unknown, path: string) => string | null;
 
-/** What `unsupported_option` says about a call, for the error's message and param. */
+/** What `unsupported_option` says about a call: the member's JSON path, and the error's message naming it. */
 export interface Unsupported {
   path: string;
   message: string;

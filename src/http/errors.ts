@@ -82,13 +82,12 @@ export function errorBody(code: GatewayErrorCode): Buffer {
 
 /**
  * Sends one of the gateway's errors with a message naming what was wrong (built per call: only
- * for rare refusals whose message says which option of the request caused them), and the
- * request member it is about when the entry names none.
+ * for rare refusals whose message says which option of the request caused them).
  */
-export function sendErrorSaying(res: ServerResponse, code: GatewayErrorCode, requestId: string, message: string, member: string | null = null): void {
+export function sendErrorSaying(res: ServerResponse, code: GatewayErrorCode, requestId: string, message: string): void {
   const [status, type, , param] = entryOf(code);
   noteCode(res, code);
-  const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: param ?? member } }));
+  const body = Buffer.from(JSON.stringify({ error: { message, type, code, param: param ?? null } }));
   res.writeHead(status, withRequestId(['content-type', 'application/json', 'content-length', String(body.length), 'cache-control', 'no-store', ...CORS_RESPONSE_HEADERS], requestId));
   res.end(body);
 }
