@@ -178,6 +178,7 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
       ['extra argument', ['keys', 'show', credit.id, 'extra']],
       ['models enable unknown model', ['models', 'enable', 'gpt-9']],
       ['serve with a bad port', ['serve', '--port', 'http']],
+      ['store without a subcommand', ['store']],
     ];
     // A few at a time: each is a process of its own.
     const results: CliResult[] = [];
@@ -196,6 +197,21 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
     const bare = await runCli([]);
     t.equal(bare.code, 2, 'no command at all: exit 2');
     t.match(bare.stderr, /^tollgate: a command is needed[^\n]*\n$/, 'with one line saying so');
+    for (const command of ['serve', 'keys', 'models', 'audit', 'store', 'demo', 'help']) t.match(bare.stderr, new RegExp(`\\b${command}\\b`), `the line names ${command}`);
+    // An admin URL that cannot be one is bad usage too, named by where it came from (the
+    // option wins over the variable, so these run without the remote mode's own --admin-url).
+    const adminUrls: Array<[string, string[], NodeJS.ProcessEnv, RegExp]> = [
+      ['no URL', ['keys', 'list', '--admin-url', 'notaurl'], {}, /^tollgate: --admin-url must be [^\n]*got 'notaurl'\n$/],
+      ['another scheme, before the command', ['--admin-url', 'redis://127.0.0.1:6379', 'keys', 'list'], {}, /^tollgate: --admin-url must be [^\n]*got 'redis:\/\/127\.0\.0\.1:6379'\n$/],
+      ['no URL, from the variable', ['models', 'list'], { TOLLGATE_ADMIN_URL: '127.0.0.1:8081' }, /^tollgate: TOLLGATE_ADMIN_URL must be [^\n]*got '127\.0\.0\.1:8081'\n$/],
+    ];
+    for (const [name, args, env, line] of adminUrls) {
+      const r = await runCli(args, env);
+      t.equal(r.code, 2, `an admin URL that is ${name}: exit 2`);
+      t.match(r.stderr, line, `an admin URL that is ${name}: one line naming it`);
+    }
+    const amount = await cli(['keys', 'create', '--mode', 'credit', '--balance', 'abc']);
+    t.match(amount.stderr, /must be an amount in USD like 5 or 12\.50, got 'abc'/, '--balance abc: "an amount", as English has it');
     const help = await runCli(['help']);
     t.equal(help.code, 0, 'tollgate help: exit 0');
     t.match(help.stdout, /tollgate keys create/);

@@ -58,10 +58,15 @@ export function localIssuer(store: GatewayStore, config: Config): IssuerClient {
   };
 }
 
-/** The admin API's URL, when the command line should go through it. */
+/** The admin API's URL, when the command line should go through it; one that is not an http(s) URL is bad usage. */
 export function adminUrlFrom(values: Record<string, unknown>): string | undefined {
-  const url = (values['admin-url'] as string | undefined) ?? (process.env.TOLLGATE_ADMIN_URL || undefined);
-  return url === undefined ? undefined : url.replace(/\/+$/, '');
+  const given = values['admin-url'] as string | undefined;
+  const url = given ?? (process.env.TOLLGATE_ADMIN_URL || undefined);
+  if (url === undefined) return undefined;
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw new UsageError(`${given === undefined ? 'TOLLGATE_ADMIN_URL' : '--admin-url'} must be the admin listener's http:// or https:// URL (http://127.0.0.1:8081), got '${url}'`);
+  }
+  return url.replace(/\/+$/, '');
 }
 
 /** A key as the admin API shows it (`keyJson`), back into the record and account the printers take. */

@@ -75,7 +75,7 @@ async function main(argv: string[]): Promise<void> {
     case 'demo':
       return (await import('./demo.js')).demoCommand(args);
     case undefined:
-      throw new UsageError('a command is needed: serve, keys, models or demo (try: tollgate help)');
+      throw new UsageError('a command is needed: serve, keys, models, audit, store, demo or help (try: tollgate help)');
     case 'help':
     case '--help':
     case '-h':

@@ -13,10 +13,11 @@ import { STORE_USAGE } from './usage-text.js';
  */
 export async function storeCommand(sub: string | undefined, args: string[]): Promise<void> {
   const { values } = parse(args, { to: { type: 'string' }, force: { type: 'boolean' } }, 0);
-  if (sub === undefined || sub === 'help') {
+  if (sub === 'help') {
     process.stdout.write(`${STORE_USAGE}\n`);
     return;
   }
+  if (sub === undefined) throw new UsageError('store needs a subcommand (migrate; try: tollgate store help)');
   if (sub !== 'migrate') throw new UsageError(`unknown store subcommand '${sub}' (try: tollgate store migrate --to redis://…)`);
   const to = values.to as string | undefined;
   if (to === undefined) throw new UsageError('store migrate needs --to redis://host:port');

@@ -31,7 +31,7 @@ export function usdField(value: unknown, field: string, positive: boolean): numb
   if (typeof text !== 'string') throw fieldError('invalid_field', field, 'needs an amount in USD like 5 or 12.50');
   if (/^\s*\d+\.\d{10,}\s*$/.test(text)) throw fieldError('invalid_field', field, `has more than 9 decimals ('${text}'): amounts are exact to the nano-dollar, 0.000000001 USD`);
   const nano = parseUsd(text);
-  if (nano === undefined || (positive && nano === 0)) throw fieldError('invalid_field', field, `must be a ${positive ? 'positive ' : ''}amount in USD like 5 or 12.50, got '${text}'`);
+  if (nano === undefined || (positive && nano === 0)) throw fieldError('invalid_field', field, `must be ${positive ? 'a positive' : 'an'} amount in USD like 5 or 12.50, got '${text}'`);
   return nano;
 }
 
