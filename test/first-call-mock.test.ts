@@ -75,7 +75,7 @@ t.test('the README\'s first section: keys create, serve --mock, both SDKs on bot
   t.equal(chatResponse.headers.get('x-tollgate-mock'), '1');
 
   const anthropic = new Anthropic({ apiKey: CREDIT_KEY, baseURL: base });
-  const { data: message, response: messageResponse } = await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] }).withResponse();
+  const { data: message, response: messageResponse } = await anthropic.messages.create({ model: 'claude-sonnet-5-5', max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] }).withResponse();
   t.equal(message.content[0]!.type === 'text' ? message.content[0]!.text : null, 'tok0 tok1 tok2 tok3 tok4 ', 'anthropic, credit surface');
   t.equal(messageResponse.headers.get('x-tollgate-mock'), '1');
 
@@ -83,7 +83,7 @@ t.test('the README\'s first section: keys create, serve --mock, both SDKs on bot
   const chatT = await openaiT.chat.completions.create({ model: 'gpt-5-mini', messages: [{ role: 'user', content: 'Hello' }] });
   t.equal(chatT.usage?.total_tokens, 18, 'openai, token surface');
   const anthropicT = new Anthropic({ apiKey: TOKEN_KEY, baseURL: `${base}/token` });
-  const messageT = await anthropicT.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] });
+  const messageT = await anthropicT.messages.create({ model: 'claude-sonnet-5-5', max_tokens: 256, messages: [{ role: 'user', content: 'Hello' }] });
   t.equal(messageT.usage.input_tokens + messageT.usage.output_tokens, 18, 'anthropic, token surface');
 
   // Metered as real calls: the token key has used 2 × 18 tokens, the credit key paid for two.
@@ -92,6 +92,18 @@ t.test('the README\'s first section: keys create, serve --mock, both SDKs on bot
   t.equal(creditUsage.requests.length, 2, 'both credit calls recorded');
   t.ok(creditUsage.key.balanceNanoUsd < 5_000_000_000, 'and charged to the balance');
   t.equal(tokenUsage.key.usedTokens, 36, 'both token calls charged to the budget');
+
+  // The model lists are the catalogue's: each SDK lists its provider's entries, the README's
+  // example models among them, and nothing of the other provider.
+  const catalogue = JSON.parse((await tollgate(dir, ['models', 'list', '--json'])).stdout) as Array<{ id: string; provider: string; enabled: boolean }>;
+  const servedBy = (provider: string): string[] => catalogue.filter((m) => m.provider === provider && m.enabled).map((m) => m.id).sort();
+  const openaiListed: string[] = [];
+  for await (const m of openai.models.list()) openaiListed.push(m.id);
+  const anthropicListed: string[] = [];
+  for await (const m of anthropic.models.list()) anthropicListed.push(m.id);
+  t.ok(openaiListed.includes('gpt-5-mini') && anthropicListed.includes('claude-sonnet-5-5'), 'the README\'s models are listed');
+  t.same(openaiListed.sort(), servedBy('openai'), 'openai.models.list(): every OpenAI entry of the catalogue, no other');
+  t.same(anthropicListed.sort(), servedBy('anthropic'), 'anthropic.models.list(): every Anthropic entry of the catalogue, no other');
 });
 
 t.test('--mock: every answer says so, and no credential variable is read', async (t) => {
@@ -171,7 +183,7 @@ t.test('serve --mock on Redis: the listening line names it, keys made there are 
   const server = await serve(t, dir, ['--redis', redis.url, '--mock', '--port', '0']);
   t.equal(server.line, `tollgate listening on ${server.base} (store: redis 127.0.0.1:${redis.port}) (mock providers)`);
   const anthropic = new Anthropic({ apiKey: key, baseURL: `${server.base}/token` });
-  const message = await anthropic.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'Hello' }] });
+  const message = await anthropic.messages.create({ model: 'claude-sonnet-5-5', max_tokens: 16, messages: [{ role: 'user', content: 'Hello' }] });
   t.equal(message.usage.input_tokens + message.usage.output_tokens, 18, 'answered by the mock, metered on Redis');
   t.same(readdirSync(dir), [], 'nothing written to the working directory');
 });

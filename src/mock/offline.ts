@@ -37,6 +37,9 @@ export interface OfflineProviders {
  * `tollgate demo` run on this.
  */
 export async function offlineProviders(config: Config): Promise<OfflineProviders> {
-  const mock = await startMockProvider({ host: '127.0.0.1', port: 0, record: false });
+  // Its model lists are the catalogue's entries, each in the list of its catalogue provider.
+  const idsOf = (provider: Provider): string[] => [...config.models.values()].filter((m) => m.provider === provider).map((m) => m.id);
+  const models = { openai: idsOf(config.catalogProvider.openai), anthropic: idsOf(config.catalogProvider.anthropic) };
+  const mock = await startMockProvider({ host: '127.0.0.1', port: 0, record: false, models });
   return { mock, config: pointedAtMock(config, mock.url), env: MOCK_PROVIDER_ENV };
 }

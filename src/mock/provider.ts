@@ -25,6 +25,12 @@ export interface MockProviderOptions {
   port?: number;
   /** keep a log of received requests; default true */
   record?: boolean;
+  /**
+   * The ids GET /v1/models lists, per list format (`tollgate serve --mock`: the catalogue's
+   * entries). Default: a fixed account with models the gateway does not serve and fine-tunes of
+   * other organisations, and an Anthropic list longer than its default page.
+   */
+  models?: { openai: readonly string[]; anthropic: readonly string[] };
 }
 
 export interface RecordedRequest {
@@ -720,20 +726,20 @@ const ANTHROPIC_MODEL_LIST: ReadonlyArray<Record<string, string>> = [
  * One page of Anthropic's list as GET /v1/models answers it: `limit` (default 20, 1 to 1000),
  * `after_id` / `before_id` cursors; null for a `limit` Anthropic refuses.
  */
-function anthropicModelPage(query: string): string | null {
+function anthropicModelPage(query: string, list: ReadonlyArray<Record<string, string>>): string | null {
   const params = new URLSearchParams(query);
   const limitText = params.get('limit');
   const limit = limitText === null ? 20 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) return null;
   const after = params.get('after_id');
   const before = params.get('before_id');
-  const at = (id: string): number => ANTHROPIC_MODEL_LIST.findIndex((m) => m.id === id);
+  const at = (id: string): number => list.findIndex((m) => m.id === id);
   let from = after === null ? 0 : at(after) + 1;
-  let to = before === null ? ANTHROPIC_MODEL_LIST.length : Math.max(0, at(before));
+  let to = before === null ? list.length : Math.max(0, at(before));
   if (before !== null && after === null) from = Math.max(0, to - limit);
   else to = Math.min(to, from + limit);
-  const data = ANTHROPIC_MODEL_LIST.slice(from, to);
-  const hasMore = before !== null && after === null ? from > 0 : to < ANTHROPIC_MODEL_LIST.length;
+  const data = list.slice(from, to);
+  const hasMore = before !== null && after === null ? from > 0 : to < list.length;
   return JSON.stringify({ data, has_more: hasMore, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
 }
 
@@ -1050,6 +1056,10 @@ function nowSec(): number {
 export async function startMockProvider(opts: MockProviderOptions = {}): Promise<MockProvider> {
   const host = opts.host ?? '127.0.0.1';
   const record = opts.record !== false;
+  const openaiModels = opts.models === undefined ? OPENAI_MODELS
+    : JSON.stringify({ object: 'list', data: opts.models.openai.map((id) => ({ id, object: 'model', created: 1764547200, owned_by: 'system' })) });
+  const anthropicModels = opts.models === undefined ? ANTHROPIC_MODEL_LIST
+    : opts.models.anthropic.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-12-01T00:00:00Z' }));
   const requests: RecordedRequest[] = [];
   let paused = false;
   let waiting: Array<() => void> = [];
@@ -1250,8 +1260,8 @@ export async function startMockProvider(opts: MockProviderOptions = {}): Promise
     else if (method === 'GET' && path === '/v1/models') {
       const h = req.headers;
       const anthropic = h['anthropic-version'] !== undefined || (h['x-api-key'] !== undefined && h.authorization === undefined);
-      if (!anthropic) return sendJson(res, 200, 0, rid, OPENAI_MODELS);
-      const page = anthropicModelPage(url.slice(path.length + 1));
+      if (!anthropic) return sendJson(res, 200, 0, rid, openaiModels);
+      const page = anthropicModelPage(url.slice(path.length + 1), anthropicModels);
       if (page === null) sendJson(res, 400, 1, rid, anthropicError('invalid_request_error', 'limit: Input should be an integer from 1 to 1000'));
       else sendJson(res, 200, 1, rid, page);
       return;
