@@ -32,12 +32,15 @@ export async function connect(url: string): Promise<{ client: Client; single: bo
     retryStrategy: (times) => Math.min(50 * times, 500),
   };
   const probe = new Redis(url, options);
-  probe.on('error', () => undefined);
+  // The socket's own error says why ("connect ECONNREFUSED 127.0.0.1:6390"); the rejection of
+  // connect() only that the connection closed.
+  let cause: Error | null = null;
+  probe.on('error', (err: Error) => (cause ??= err));
   try {
     await probe.connect();
   } catch (err) {
     probe.disconnect();
-    throw new Error(`cannot reach Redis at ${redacted(url)}: ${(err as Error).message}`);
+    throw new Error(`cannot reach Redis at ${redacted(url)}: ${(cause ?? (err as Error)).message}`);
   }
   let client: Client = probe;
   let single = true;
