@@ -28,8 +28,9 @@ import type { RawModel } from '../types.js';
  * - Regional processing (a provider on `eu.api.openai.com` and the like): +10% "on eligible
  *   models released on or after 2026-03-05" (developers.openai.com/api/docs/guides/
  *   data-residency): `regionalProcessing: 1.1` on the GPT-6 models (released September to
- *   November 2026) and on the GPT-5.4 family, whose model pages state the uplift. Where the release date or eligibility was not found, it is left out, and
- *   calls through a regional provider are refused.
+ *   November 2026) and on the GPT-5.4 family, whose model pages state the uplift. Where the
+ *   release date or eligibility was not found, it is left out, and calls through a regional
+ *   provider are refused.
  * - Built-in tools: web search $10 per 1,000 calls on GPT-5, o-series and later models, $25 on
  *   GPT-4o and GPT-4.1 (its `web_search_preview`); file search $2.50 (platform.openai.com/docs/
  *   pricing as quoted in new-api's setting/operation_setting/tools.go at 0e42785: secondary;
