@@ -8,6 +8,7 @@
 import t from 'tap';
 import { closed, exchange, open, parseResponses, portOf, readUntil, type RawResponse } from './helpers/raw-http.js';
 import { startGateway, usageOf } from './helpers/harness.js';
+import { eventually } from './helpers/client-gone.js';
 
 const CHAT = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}';
 
@@ -88,4 +89,25 @@ t.test('a parse error on a pipelined request: answered after an ended response, 
   await closed(socket);
   t.notMatch(Buffer.concat(rest).toString('latin1'), /HTTP\/1\.1/, 'no status line inside the stream');
   gw.mock.release('stream');
+});
+
+t.test('a client that ends its side in the middle of a body: its request has one access-log line, the cut no second one', async (t) => {
+  const gw = await startGateway(t);
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+  const port = portOf(gw.base);
+  /** A chat request whose body stops at 23 of the 200 bytes it announces; then the client's FIN. */
+  const cut = (auth: string): string => `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: Bearer ${auth}\r\ncontent-length: 200\r\n\r\n{"model":"gpt-4o-mini",`;
+  const left = await exchange(port, cut(key));
+  t.same(parseResponses(left.data).responses, [], 'a request cut in its body is not answered');
+  const refused = parseResponses((await exchange(port, cut(`gw_live_${'0'.repeat(32)}`))).data).responses;
+  t.same(refused.map((r) => r.status), [401], 'an unknown key is refused before its body comes, and only that');
+  // A request after both: by its line, every line of theirs has been written.
+  const barrier = parseResponses((await exchange(port, 'GET /v1/nope HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n')).data).responses[0]!;
+  const accessLines = (): Array<{ requestId: string; status: number; code: string }> =>
+    gw.serverOut().split('\n').filter((l) => l.startsWith('{"time"')).map((l) => JSON.parse(l));
+  const lines = await eventually(async () => {
+    const all = accessLines();
+    return all.some((l) => l.requestId === barrier.headers['x-request-id']) && all.some((l) => l.status === 499) ? all : undefined;
+  });
+  t.same(lines.map((l) => `${l.status} ${l.code}`).sort(), ['401 invalid_api_key', '404 unknown_endpoint', '499 client_gone'], 'one line per request: none for the cuts themselves');
 });

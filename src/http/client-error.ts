@@ -23,7 +23,12 @@ export function clientErrorHandler(observer: Observer, extraHeader?: readonly [s
     // `_httpMessage` is the response in progress on this socket, as Node's default handler reads it.
     const inProgress = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
     const midResponse = inProgress !== undefined && inProgress !== null && inProgress.headersSent && !inProgress.writableEnded;
-    if (err.code === 'ECONNRESET' || !socket.writable || midResponse) {
+    // The client ended its side in the body of a request whose head was read (`incoming`, the
+    // request the parser is filling): that request has its own answer and its own line already
+    // (499 client_gone, or the refusal it got before its body came); it is not a second one.
+    const incoming = (socket as Duplex & { parser?: { incoming?: { complete: boolean } | null } }).parser?.incoming;
+    const bodyCut = err.code === 'HPE_INVALID_EOF_STATE' && incoming !== undefined && incoming !== null && !incoming.complete;
+    if (err.code === 'ECONNRESET' || !socket.writable || midResponse || bodyCut) {
       socket.destroy();
       return;
     }
