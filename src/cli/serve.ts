@@ -123,7 +123,7 @@ export async function serveCommand(args: string[]): Promise<void> {
 
   await listen(gateway.server, port, host);
   const url = urlOf(gateway.server);
-  if (cluster.isWorker) process.send?.({ listening: url });
+  if (cluster.isWorker) process.send?.({ listening: url }, undefined, undefined, channelGone);
   else process.stdout.write(catalogueLine(config) + listeningLine(url, plan, 1, providers.mock));
 
   if (cluster.isPrimary && !stopping) {
@@ -182,7 +182,7 @@ interface RotationMessage {
 
 /** A worker's watch, told to its primary, and the cluster's, told back (for /readyz). */
 function workerCredentialWatch(): CredentialWatch {
-  const watch = new CredentialWatch(Date.now, (list) => process.send?.({ notInRotation: list } satisfies RotationMessage));
+  const watch = new CredentialWatch(Date.now, (list) => process.send?.({ notInRotation: list } satisfies RotationMessage, undefined, undefined, channelGone));
   process.on('message', (message: RotationMessage | null) => {
     if (Array.isArray(message?.notInRotationInCluster)) watch.seenElsewhere(message.notInRotationInCluster);
   });
@@ -198,7 +198,7 @@ class ClusterCredentialWatch {
 
   heard(worker: Worker, message: (RotationMessage & { listening?: string }) | null): void {
     // A worker that starts (or replaces one) is told what the others see at once.
-    if (message?.listening !== undefined && this.byWorker.size !== 0) worker.send({ notInRotationInCluster: this.all() } satisfies RotationMessage);
+    if (message?.listening !== undefined && this.byWorker.size !== 0) worker.send({ notInRotationInCluster: this.all() } satisfies RotationMessage, undefined, channelGone);
     if (!Array.isArray(message?.notInRotation)) return;
     this.byWorker.set(worker.id, message.notInRotation);
     this.tell();
@@ -219,10 +219,18 @@ class ClusterCredentialWatch {
   private tell(): void {
     const message: RotationMessage = { notInRotationInCluster: this.all() };
     for (const worker of Object.values(cluster.workers ?? {})) {
-      if (worker?.isConnected()) worker.send(message);
+      if (worker?.isConnected()) worker.send(message, undefined, channelGone);
     }
   }
 }
+
+/**
+ * A message between the primary and a worker whose channel closed meanwhile (a worker exiting
+ * while the cluster drains, a primary gone) is dropped: the other side is going away. Without a
+ * callback, Node reports the failed send (EPIPE) as an 'error' event, which nothing listens for,
+ * and the process would end on it.
+ */
+function channelGone(): void {}
 
 /**
  * What the catalogue serves, said once at start-up, in the line before the listening line (so a
