@@ -39,6 +39,11 @@ t.test('token required under /admin/v1/, not for health, readiness and metrics',
   const ok = await fetch(`${gw.admin}/admin/v1/keys`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
   t.equal(ok.status, 200, 'the right token');
   t.same(await ok.json(), []);
+  // The scheme is case-insensitive (RFC 9110 §11.1), as on the public listener.
+  for (const scheme of ['bearer', 'BEARER', 'Bearer  ']) {
+    const r = await fetch(`${gw.admin}/admin/v1/keys`, { headers: { authorization: `${scheme} ${ADMIN_TOKEN}` } });
+    t.equal(r.status, 200, `"${scheme.trim()}" and the right token`);
+  }
 
   for (const path of ['/metrics', '/admin/v1/keys', '/admin/v1/openapi.json']) {
     const r = await fetch(gw.base + path, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });

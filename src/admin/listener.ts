@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Config } from '../config/types.js';
 import { nextRequestId } from '../http/request-id.js';
+import { bearerToken } from '../auth/credential.js';
 import { IssuerError, type Naming } from '../issuer/errors.js';
 import { errorText, log } from '../log.js';
 import type { GatewayStore } from '../domain/interfaces.js';
@@ -34,9 +35,10 @@ function sendError(res: ServerResponse, status: number, requestId: string, code:
 
 /** sha256 of both sides, then timingSafeEqual: constant time whatever the lengths. */
 function tokenMatches(expected: string | undefined, header: string | undefined): boolean {
-  if (!expected || header === undefined || !header.startsWith('Bearer ')) return false;
+  const token = bearerToken(header);
+  if (!expected || token === undefined) return false;
   const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
-  return timingSafeEqual(digest(expected), digest(header.slice(7)));
+  return timingSafeEqual(digest(expected), digest(token));
 }
 
 const FULL_KEY = /gw_live_[0-9a-f]{32}/i;

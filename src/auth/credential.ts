@@ -9,16 +9,20 @@ import type { IncomingHttpHeaders } from 'node:http';
  * with whitespace inside (a wrapped or padded key) fails the format check as an unknown key.
  */
 export function credentialOf(headers: IncomingHttpHeaders): string | undefined {
-  const authorization = headers.authorization;
-  if (authorization !== undefined && authorization.length > 7 && isBearerScheme(authorization)) {
-    let start = 7;
-    while (authorization.charCodeAt(start) === 32) start++;
-    // Node trims a header value's trailing whitespace, so spaces alone never reach this point.
-    return authorization.slice(start);
-  }
+  const bearer = bearerToken(headers.authorization);
+  if (bearer !== undefined) return bearer;
   const apiKey = headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey.length > 0) return apiKey;
   return undefined;
+}
+
+/** The token of an `Authorization: Bearer <token>` value (the scheme in any case, then one or more spaces), else undefined. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  if (authorization === undefined || authorization.length <= 7 || !isBearerScheme(authorization)) return undefined;
+  let start = 7;
+  while (authorization.charCodeAt(start) === 32) start++;
+  // Node trims a header value's trailing whitespace, so spaces alone never reach this point.
+  return authorization.slice(start);
 }
 
 /** "Bearer " with the scheme matched case-insensitively (RFC 9110 §11.1). */
