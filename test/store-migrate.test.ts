@@ -40,11 +40,16 @@ t.test('LMDB → Redis: everything copied, checked, and served', async (t) => {
   await res.body!.getReader().read();
   const before = { credit: await usageOf(lmdb.base, credit.key), token: await usageOf(lmdb.base, token.key) };
   t.ok(before.token.key.heldTokens > 0, 'a hold in flight');
-  lmdb.proc.kill('SIGKILL');
-  await lmdb.stop();
 
   const redis = await startRedis(t);
   const migrate = (...extra: string[]) => runCli(['store', 'migrate', '--to', redis.url, '--config', lmdb.configFile, '--data', lmdb.dataDir, ...extra]);
+  // While the server serves the store, a copy would miss what it writes next: refused.
+  const live = await migrate();
+  t.equal(live.code, 1, 'a store being served is not migrated');
+  t.match(live.stderr, /^tollgate: \S+ is being served \(a tollgate serve process with a heartbeat in it\); stop serve first, then migrate\n$/);
+
+  lmdb.proc.kill('SIGKILL');
+  await lmdb.stop();
   const first = await migrate();
   t.equal(first.code, 0, first.stderr);
   t.match(first.stdout, /copied 3 keys, 2 accounts, 1 calls in flight, 8 usage records, .*, 1 response owners\n/);

@@ -31,6 +31,10 @@ export async function storeCommand(sub: string | undefined, args: string[]): Pro
   const source = await openMigrationSource(dataDir);
   let target: Awaited<ReturnType<typeof openMigrationTarget>> | null = null;
   try {
+    // A server still serving the store would go on writing calls the copy does not have, and its
+    // calls in flight would be copied as holds to settle as interrupted.
+    const serving = source.servingProcesses();
+    if (serving > 0) throw new Error(`${dataDir} is being served (${serving === 1 ? 'a tollgate serve process' : `${serving} tollgate serve processes`} with a heartbeat in it); stop serve first, then migrate`);
     target = await openMigrationTarget(to);
     if (!(await target.isEmpty())) {
       if (!values.force) throw new UsageError('the target already holds tollgate data; --force replaces it');

@@ -29,7 +29,8 @@ export const STORE_USAGE = `tollgate store migrate --to redis://[user:password@]
 Copies keys, accounts, holds, usage records, daily totals, model switches, the audit trail and
 the owners of stored responses (expiring after what is left of storage.responseRetentionDays)
 from the LMDB store (--data DIR) into Redis, then checks counts and balances. Refuses a target
-that holds tollgate data already unless --force (which replaces it). Stop \`serve\` first.`;
+that holds tollgate data already unless --force (which replaces it). Stop \`serve\` first: a
+store still being served is refused.`;
 
 export const DEMO_USAGE = `tollgate demo
 Runs the gateway end to end, offline, against the built-in mock provider: two fresh keys in a

@@ -47,6 +47,13 @@ export class LmdbLiveness extends LmdbLedger {
     return Promise.resolve();
   }
 
+  /** How many processes serve this store now: registered, and not gone (`tollgate store migrate` copies none that is served). */
+  servingProcesses(now = Date.now()): number {
+    let serving = 0;
+    for (const { value } of this.processes.getRange()) if (!ownerIsGone(value, now)) serving++;
+    return serving;
+  }
+
   /** Stops the heartbeat and removes this process's registration (its calls are all settled by then, or become orphans). */
   protected stopServingCalls(): void {
     for (const timer of this.ownerTimers) clearInterval(timer);
