@@ -223,6 +223,11 @@ t.test('OpenAI service tiers, Chat and Responses, plain and streamed', async (t)
     'tollgate_unpriced_levers_total{provider="openai",lever="service_tier:ultrafast"}': reportedUnpriced / 4,
   });
   t.ok(counted, 'each reported unpriced tier counted once per call, by provider and lever');
+  // A tier in the provider's own odd words: recorded as reported, counted under its kind, never a label of its own.
+  const odd = await billed(t, gw, key, openAi('chat', false, 'oa-plain', {}, { serviceTier: '=HYPERLINK("x")' }), 'an oddly named tier, reported unpriced');
+  t.match(odd, { serviceTier: '=HYPERLINK("x")', estimated: true, worstCase: 'service_tier:=HYPERLINK("x")' }, 'the record keeps what the provider said');
+  const after = await unpricedCounted(gw, { 'tollgate_unpriced_levers_total{provider="openai",lever="service_tier:other"}': 1 });
+  t.notOk([...after.keys()].some((series) => series.includes('HYPERLINK')), 'the provider\'s text is no label value');
 });
 
 t.test('OpenAI long context, cache writes and extended retention, Chat and Responses, plain and streamed', async (t) => {

@@ -29,6 +29,11 @@ const TOKEN_KINDS = ['input', 'output', 'cached_input', 'cache_write', 'reasonin
 /** Seconds; model calls run from milliseconds to minutes. */
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
+/** A lever label as the gateway writes them (`service_tier:flex`, `service_tier:flex+speed:fast`, `inference_geo:us`), each value at most 32 characters. */
+const LEVER_LABEL = /^[a-z_]{1,20}:[a-z0-9_.-]{1,32}(\+[a-z_]{1,20}(:[a-z0-9_.-]{1,32})?){0,2}$/;
+/** Distinct lever labels per provider and process before further ones are counted as `other`. */
+const MAX_LEVER_LABELS = 32;
+
 export interface Measured {
   surface: number;
   endpoint: number;
@@ -171,11 +176,17 @@ export class Metrics {
     for (let i = 0; i < SURFACES.length * ENDPOINT_LABELS.length; i++) this.requestSlots.push(new Map());
   }
 
-  /** An answer from `provider` reported `lever` (`service_tier:flex`, `speed:fast`, `tool:web_search`) that its price cannot price. */
+  /**
+   * An answer from `provider` reported `lever` (`service_tier:flex`, `speed:fast`, `tool:web_search`)
+   * that its price cannot price. The value is the provider's own text, so the label is bounded: one
+   * that is not a short lower-case name, or any past the first MAX_LEVER_LABELS of a provider, is
+   * counted under its kind as `KIND:other` (`service_tier:other`).
+   */
   unpricedLever(provider: string, lever: string): void {
     let byLever = this.unpricedLevers.get(provider);
     if (byLever === undefined) this.unpricedLevers.set(provider, (byLever = new Map()));
-    byLever.set(lever, (byLever.get(lever) ?? 0) + 1);
+    const label = LEVER_LABEL.test(lever) && (byLever.has(lever) || byLever.size < MAX_LEVER_LABELS) ? lever : `${lever.slice(0, lever.indexOf(':'))}:other`;
+    byLever.set(label, (byLever.get(label) ?? 0) + 1);
   }
 
   /**
