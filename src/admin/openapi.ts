@@ -45,9 +45,9 @@ export const OPENAPI = {
   jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
   security: [{ adminToken: [] }],
   paths: {
-    '/admin/v1/openapi.json': { get: { operationId: 'openapi', summary: 'This document', responses: { ...ok('The OpenAPI document', { type: 'object', required: ['openapi', 'paths'] }), ...errors(401) } } },
+    '/admin/v1/openapi.json': { get: { operationId: 'openapi', summary: 'This document', responses: { ...ok('The OpenAPI document', { type: 'object', required: ['openapi', 'paths'] }), ...errors(400, 401) } } },
     '/admin/v1/keys': {
-      get: { operationId: 'listKeys', summary: 'keys list', responses: { ...ok('Every key, oldest first', { type: 'array', items: ref('Key') }), ...errors(401) } },
+      get: { operationId: 'listKeys', summary: 'keys list', responses: { ...ok('Every key, oldest first', { type: 'array', items: ref('Key') }), ...errors(400, 401) } },
       post: { operationId: 'createKey', summary: 'keys create', requestBody: body(ref('CreateKey')), responses: { ...ok('The new key, with its secret (shown this once)', ref('NewKey'), '201'), ...errors(400, 401) } },
     },
     '/admin/v1/keys/lookup': {
@@ -86,9 +86,9 @@ export const OPENAPI = {
         responses: { '200': { description: 'Totals per key', content: { ...json(ref('UsageTotals')), ...csv } }, ...errors(400, 401) },
       },
     },
-    '/admin/v1/models': { get: { operationId: 'listModels', summary: 'models list', responses: { ...ok('The catalogue', { type: 'array', items: ref('Model') }), ...errors(401) } } },
-    '/admin/v1/models/{id}/enable': { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], post: { operationId: 'enableModel', summary: 'models enable', responses: { ...ok('The model', ref('Model')), ...errors(401, 404) } } },
-    '/admin/v1/models/{id}/disable': { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], post: { operationId: 'disableModel', summary: 'models disable', responses: { ...ok('The model', ref('Model')), ...errors(401, 404) } } },
+    '/admin/v1/models': { get: { operationId: 'listModels', summary: 'models list', responses: { ...ok('The catalogue', { type: 'array', items: ref('Model') }), ...errors(400, 401) } } },
+    '/admin/v1/models/{id}/enable': { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], post: { operationId: 'enableModel', summary: 'models enable', responses: { ...ok('The model', ref('Model')), ...errors(400, 401, 404) } } },
+    '/admin/v1/models/{id}/disable': { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }], post: { operationId: 'disableModel', summary: 'models disable', responses: { ...ok('The model', ref('Model')), ...errors(400, 401, 404) } } },
     '/admin/v1/audit': {
       get: {
         operationId: 'audit', summary: 'The audit trail, oldest first',
@@ -111,14 +111,14 @@ export const OPENAPI = {
       },
       Key: {
         oneOf: [
-          { type: 'object', additionalProperties: false, required: [...commonRequired, 'mode', 'balanceUsd', 'heldUsd'], properties: { ...keyCommon, mode: { const: 'credit' }, balanceUsd: usd, heldUsd: { ...usd, description: 'held by calls in flight (their worst case)' } } },
+          { type: 'object', additionalProperties: false, required: [...commonRequired, 'mode', 'balanceUsd', 'balanceNanoUsd', 'heldUsd', 'heldNanoUsd'], properties: { ...keyCommon, mode: { const: 'credit' }, balanceUsd: usd, balanceNanoUsd: { type: 'integer', description: 'the balance, exact, in nano-dollars (10⁻⁹ USD)' }, heldUsd: { ...usd, description: 'held by calls in flight (their worst case)' }, heldNanoUsd: { ...nonNegative, description: 'the same, exact, in nano-dollars' } } },
           { type: 'object', additionalProperties: false, required: [...commonRequired, 'mode', 'budgetTokens', 'usedTokens', 'remainingTokens', 'overdraftTokens', 'heldTokens'], properties: { ...keyCommon, mode: { const: 'token' }, budgetTokens: nonNegative, usedTokens: nonNegative, remainingTokens: nonNegative, overdraftTokens: { ...nonNegative, description: 'tokens used above the budget (the last call is charged in full); a top-up covers these first' }, heldTokens: { ...nonNegative, description: 'held by calls in flight (their worst case)' } } },
         ],
       },
       NewKey: {
         description: 'A Key plus `key`, the full secret (shown only in this answer; only its SHA-256 is stored)',
         allOf: [{ type: 'object', required: ['key'], properties: { key: { type: 'string', pattern: '^gw_live_[0-9a-f]{32}$' } } }, { oneOf: [
-          { type: 'object', required: [...commonRequired, 'mode', 'balanceUsd', 'heldUsd'], properties: { mode: { const: 'credit' } } },
+          { type: 'object', required: [...commonRequired, 'mode', 'balanceUsd', 'balanceNanoUsd', 'heldUsd', 'heldNanoUsd'], properties: { mode: { const: 'credit' } } },
           { type: 'object', required: [...commonRequired, 'mode', 'budgetTokens', 'usedTokens', 'remainingTokens', 'heldTokens'], properties: { mode: { const: 'token' } } },
         ] }],
       },
