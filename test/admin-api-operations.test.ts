@@ -37,7 +37,9 @@ t.test('the admin API end to end', async (t) => {
   t.equal((await api('POST', `/admin/v1/keys/${id}/suspend`)).json.status, 'suspended');
   t.equal((await post(`${gw.base}/v1/chat/completions`, secret, { model: 'gpt-4o-mini', messages: [] })).json.error.code, 'key_suspended');
   t.equal((await api('POST', `/admin/v1/keys/${id}/resume`)).json.status, 'active');
-  t.equal((await api('POST', `/admin/v1/keys/${id}/topup`, { usd: '0.5' })).json.balanceUsd, '2.999979', '2.5 − 0.000021 + 0.5');
+  const toppedUp = (await api('POST', `/admin/v1/keys/${id}/topup`, { usd: '0.5' })).json;
+  t.equal(toppedUp.balanceUsd, '2.999979', '2.5 − 0.000021 + 0.5');
+  t.same([toppedUp.balanceNanoUsd, toppedUp.heldNanoUsd], [2_999_979_000, 0], 'and exact, in nano-dollars');
   t.equal((await api('POST', `/admin/v1/keys/${token.json.id}/topup`, { tokens: 100 })).json.budgetTokens, 5100);
   t.equal((await api('POST', `/admin/v1/keys/${id}/extend`, { expires: 'never' })).json.expiresAt, null);
   t.match((await api('PATCH', `/admin/v1/keys/${id}`, { models: null, rpm: null, name: 'renamed' })).json, { models: null, rpm: null, name: 'renamed' });

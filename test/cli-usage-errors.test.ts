@@ -65,6 +65,7 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
       t.equal(o.prefix.length, 12);
       t.equal(o.prefix, o.key.slice(0, 12));
       t.equal(o.mode, args[1]);
+      if (o.mode === 'credit') t.same([o.balanceUsd, o.balanceNanoUsd, o.heldNanoUsd], ['5.000000', 5_000_000_000, 0], 'a credit key: its balance in USD and, exact, in nano-dollars');
     }
   });
 

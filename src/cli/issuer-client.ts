@@ -1,6 +1,5 @@
 import { hostname } from 'node:os';
 import type { Config, Provider } from '../config/types.js';
-import { parseUsd } from '../money.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from '../issuer/input.js';
 import * as ops from '../issuer/operations.js';
 import type { KeyWithAccount, ModelView } from '../issuer/operations.js';
@@ -77,13 +76,9 @@ function fromJson(j: Record<string, any>): KeyWithAccount {
     account: j.account, rotatedFrom: j.rotatedFrom,
   };
   const account: Account = j.mode === 'credit'
-    ? { mode: 'credit', balanceNano: signedUsd(j.balanceUsd), budgetTokens: 0, usedTokens: 0, held: signedUsd(j.heldUsd) }
+    ? { mode: 'credit', balanceNano: j.balanceNanoUsd, budgetTokens: 0, usedTokens: 0, held: j.heldNanoUsd }
     : { mode: 'token', balanceNano: 0, budgetTokens: j.budgetTokens, usedTokens: j.usedTokens, held: j.heldTokens };
   return { key, account };
-}
-
-function signedUsd(text: string): number {
-  return text.startsWith('-') ? -parseUsd(text.slice(1))! : parseUsd(text)!;
 }
 
 function nanoText(nano: number): string {

@@ -23,7 +23,8 @@ export function keyJson(key: KeyRecord, account: Account | undefined, now = Date
     rotatedFrom: key.rotatedFrom,
     account: key.account,
   };
-  if (key.mode === 'credit') Object.assign(out, { balanceUsd: formatUsd(account?.balanceNano ?? 0), heldUsd: formatUsd(account?.held ?? 0) });
+  // The USD figures for reading, the nano-dollar ones exact (as /usage/api shows them).
+  if (key.mode === 'credit') Object.assign(out, { balanceUsd: formatUsd(account?.balanceNano ?? 0), balanceNanoUsd: account?.balanceNano ?? 0, heldUsd: formatUsd(account?.held ?? 0), heldNanoUsd: account?.held ?? 0 });
   else Object.assign(out, { budgetTokens: account?.budgetTokens ?? 0, usedTokens: account?.usedTokens ?? 0, remainingTokens: Math.max(0, (account?.budgetTokens ?? 0) - (account?.usedTokens ?? 0)), overdraftTokens: account === undefined ? 0 : debtOf(account), heldTokens: account?.held ?? 0 });
   return out;
 }
