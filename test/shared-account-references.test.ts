@@ -3,7 +3,8 @@
  * that account (a file, vector store, container, skill, conversation, stored prompt or stored
  * item), or asking for a background response, is refused before anything is forwarded: 400
  * `unsupported_option`, type `invalid_request_error`, the message naming the member by its JSON
- * path and `param` null (the envelope of every error the gateway raises); nothing forwarded, held, billed or listed. Through the official SDKs where
+ * path and `param` null (the envelope of every error the gateway raises); nothing forwarded,
+ * held, billed or listed. Through the official SDKs where
  * they send it (`openai` responses.create with background, conversation, prompt, input items and
  * tools, chat.completions.create with a file part; `@anthropic-ai/sdk` messages.create with file
  * sources, container uploads and a container), raw HTTP for what an SDK cannot write (escaped key

@@ -2,7 +2,8 @@
  * `tollgate store migrate --to redis://…`: an LMDB store with keys of both kinds, a rotated
  * key, usage records, day totals, a model switch, audit entries, a stored response's owner
  * record and a call left in flight by a killed server (its hold) is refused while the server
- * still serves it (exit 1), then, once it is killed, copied into an empty Redis and checked; a second run refuses the non-empty target (exit 2) unless --force; a gateway on
+ * still serves it (exit 1), then, once it is killed, copied into an empty Redis and checked; a
+ * second run refuses the non-empty target (exit 2) unless --force; a gateway on
  * the Redis copy then serves the same keys with the same balances and records, lets only the
  * owner continue its response, and settles the call the killed server left. Owner records take
  * what is left of storage.responseRetentionDays as their TTL; those past it stay behind.
