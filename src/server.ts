@@ -576,7 +576,7 @@ interface OptionRefusal {
  */
 function optionRefusal(call: Call, credit: boolean): OptionRefusal | null {
   const unsupported = unsupportedIn(call.facts!, call.format!.references);
-  if (unsupported !== null) return { code: 'unsupported_option', message: unsupported.message };
+  if (unsupported !== null) return { code: 'unsupported_option', message: unsupported };
   const unpriced = credit ? unpricedRefusal(call.levers!, call.model!) : null;
   return unpriced === null ? null : { code: 'unpriced_option', message: unpriced };
 }

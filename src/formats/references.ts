@@ -19,24 +19,19 @@ import { isObject } from './types.js';
 /** Looks at one top-level member's value: the JSON path of the reference it makes, or null. */
 export type ReferenceCheck = (value: unknown, path: string) => string | null;
 
-/** What `unsupported_option` says about a call: the member's JSON path, and the error's message naming it. */
-export interface Unsupported {
-  path: string;
-  message: string;
-}
-
 /**
- * The first reference (or `background: true`) in a request's flagged members, every occurrence of
- * a member named twice included; null when there is none.
+ * What `unsupported_option` says of the first reference (or `background: true`) in a request's
+ * flagged members, every occurrence of a member named twice included: a message naming the member
+ * by its JSON path; null when there is none.
  */
-export function unsupportedIn(facts: RequestFacts, checks: Readonly<Record<string, ReferenceCheck>>): Unsupported | null {
+export function unsupportedIn(facts: RequestFacts, checks: Readonly<Record<string, ReferenceCheck>>): string | null {
   const flagged = facts.flagged;
   if (flagged === null) return null;
   for (const index of flagged) {
     const name = facts.nameAt(index);
     if (!Object.hasOwn(checks, name)) continue;
     const path = checks[name]!(facts.valueAt(index), name);
-    if (path !== null) return { path, message: messageFor(path) };
+    if (path !== null) return messageFor(path);
   }
   return null;
 }
