@@ -6,17 +6,19 @@
  *   order, until it commits, once;
  * - a settlement still failing when the process exits is settled by the next process to serve
  *   as `interrupted`, like any call of a dead process.
+ * - a retry that fails says so in the operational log (`store_retry_failed`), with what is still
+ *   kept and why, on both backends.
  * Faults are injected, not provoked: on LMDB a write inside the transaction throws (as
  * MDB_MAP_FULL would); on Redis the server refuses the scripts (ACL: EVAL and EVALSHA denied).
  * In process, on a real data directory and a real redis-server.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import fs, { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { GatewayStore } from '../src/domain/interfaces.js';
 import { PLAIN_USAGE_DETAIL, type Hold, type KeyRecord, type UsageRecord } from '../src/domain/types.js';
-import { MAX_PENDING, RetryQueue } from '../src/store/retry.js';
+import { MAX_PENDING, RetryQueue, type RetryOutcome } from '../src/store/retry.js';
 import { openStore, type StorePlan } from '../src/store/store.js';
 import { startRedis } from './helpers/redis.js';
 
@@ -77,6 +79,26 @@ const hold = (store: GatewayStore, key: KeyRecord, callId: string): Promise<stri
 const settle = (store: GatewayStore, key: KeyRecord, callId: string): Promise<unknown> =>
   new Promise((resolve) => store.record(key, usage(callId), { nano: CHARGE, tokens: 0 }, { committed: resolve }));
 
+/**
+ * The operational log's events written while `run` runs. The logger writes each line to fd 2 at
+ * once (pino's synchronous destination, through `fs.writeSync`), so they are read there.
+ */
+async function logged<T>(run: () => Promise<T>): Promise<[T, Array<Record<string, unknown>>]> {
+  const events: Array<Record<string, unknown>> = [];
+  const writeSync = fs.writeSync;
+  fs.writeSync = ((fd: number, data: string | NodeJS.ArrayBufferView, ...rest: unknown[]): number => {
+    if (fd !== 2) return (writeSync as (...args: unknown[]) => number)(fd, data, ...rest);
+    const text = typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
+    for (const line of text.split('\n')) if (line !== '') events.push(JSON.parse(line) as Record<string, unknown>);
+    return Buffer.byteLength(text);
+  }) as typeof fs.writeSync;
+  try {
+    return [await run(), events];
+  } finally {
+    fs.writeSync = writeSync;
+  }
+}
+
 async function opened(plan: StorePlan): Promise<Retrying> {
   const store = (await openStore(plan, { fsync: 'interval' })) as Retrying;
   await store.serveCalls();
@@ -121,9 +143,17 @@ for (const [name, make] of [['lmdb', lmdb], ['redis', redis]] as const) {
     let account = await store.account(key.account);
     t.same([account?.balanceNano, account?.held], [BALANCE, 2 * HOLD.amount], 'nothing charged; both holds kept');
     t.equal((await store.usageOf(key, 10)).length, 0, 'no record yet');
-    t.equal(await store.retryFailed(), 2, 'a retry while the store still fails keeps both');
+    const [kept, events] = await logged(() => store.retryFailed());
+    t.equal(kept, 2, 'a retry while the store still fails keeps both');
+    const failedRetries = events.filter((e) => e.event === 'store_retry_failed');
+    t.equal(failedRetries.length, 1, 'and says so, once');
+    t.equal(failedRetries[0]?.level, 'error', 'as an error');
+    t.equal(failedRetries[0]?.pending, 2, 'with how many settlements are still kept');
+    t.match(failedRetries[0]?.error, name === 'lmdb' ? /injected fault/ : /NOPERM/, 'and why');
     await repair();
-    t.equal(await store.retryFailed(), 0, 'a retry once it commits leaves none');
+    const [left, after] = await logged(() => store.retryFailed());
+    t.equal(left, 0, 'a retry once it commits leaves none');
+    t.equal(after.filter((e) => e.event === 'store_retry_failed' || e.event === 'call_already_settled').length, 0, 'and logs no failure, nor a settlement taken twice');
     account = await store.account(key.account);
     t.same([account?.balanceNano, account?.held], [BALANCE - 2 * CHARGE, 0], 'each charged once, both holds released');
     t.same((await store.usageOf(key, 10)).map((r) => [r.callId, r.costNano, r.error]).sort(), [['call_1', CHARGE, null], ['call_2', CHARGE, null]], 'one record each, as sent');
@@ -151,18 +181,20 @@ for (const [name, make] of [['lmdb', lmdb], ['redis', redis]] as const) {
 t.test('the retry queue: in order, stopping at the first failure, bounded', async (t) => {
   const committed: string[] = [];
   let failing = 'b';
-  const queue = new RetryQueue<string>(async (items) => {
+  const queue = new RetryQueue<string>(async (items): Promise<RetryOutcome> => {
     let n = 0;
     for (const item of items) {
-      if (item === failing) break;
+      if (item === failing) return { committed: n, failure: new Error(`${item} refused`) };
       committed.push(item);
       n++;
     }
-    return n;
+    return { committed: n, failure: null };
   });
   for (const item of ['a', 'b', 'c']) queue.add(item, item);
-  t.equal(await queue.retry(), 2, 'b failed: b and c are kept');
+  const [kept, events] = await logged(() => queue.retry());
+  t.equal(kept, 2, 'b failed: b and c are kept');
   t.same(committed, ['a'], 'a committed; c not before b');
+  t.same(events.map((e) => [e.event, e.pending, e.error]), [['store_retry_failed', 2, 'Error: b refused']], 'the try that stopped short is logged with what is kept and why');
   failing = '';
   t.equal(await queue.retry(), 0, 'then both');
   t.same(committed, ['a', 'b', 'c'], 'in order');

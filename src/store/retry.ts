@@ -16,6 +16,12 @@ export const MAX_PENDING = 10_000;
 /** How long after a failure (or a failed retry) the next retry runs. */
 export const RETRY_MS = 1_000;
 
+/** What one try of the kept items did: how many of them, from the first, are committed, and why it stopped short of the rest (null when it did not). */
+export interface RetryOutcome {
+  committed: number;
+  failure: unknown;
+}
+
 export class RetryQueue<T> {
   private items: T[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -23,10 +29,11 @@ export class RetryQueue<T> {
   private closed = false;
 
   /**
-   * `commit` tries the items given, oldest first, and resolves to how many of them (from the
-   * first) are committed; it stops at the first that fails, so that they commit in order.
+   * `commit` tries the items given, oldest first, and stops at the first that fails, so that they
+   * commit in order; it resolves to how many it committed and what stopped it (or throws, when
+   * none could be).
    */
-  constructor(private readonly commit: (items: readonly T[]) => Promise<number>) {}
+  constructor(private readonly commit: (items: readonly T[]) => Promise<RetryOutcome>) {}
 
   get pending(): number {
     return this.items.length;
@@ -48,13 +55,12 @@ export class RetryQueue<T> {
     if (this.running !== null) return this.running;
     if (this.items.length === 0) return Promise.resolve(0);
     // A commit that throws at once counts as one that failed.
-    const running = new Promise<number>((resolve) => resolve(this.commit(this.items.slice()))).then(
-      (committed) => committed,
-      (err: unknown) => {
-        log('error', 'store_retry_failed', { pending: this.items.length, error: String(err) });
-        return 0;
-      },
-    ).then((committed) => {
+    const running = new Promise<RetryOutcome>((resolve) => resolve(this.commit(this.items.slice()))).then(
+      (outcome) => outcome,
+      (failure: unknown): RetryOutcome => ({ committed: 0, failure }),
+    ).then(({ committed, failure }) => {
+      // Whichever backend, and however far the try got: what is still kept is said, with why.
+      if (committed < this.items.length) log('error', 'store_retry_failed', { pending: this.items.length - committed, error: String(failure) });
       this.items.splice(0, committed);
       this.running = null;
       if (this.items.length > 0) this.arm();

@@ -3,7 +3,7 @@ import { fundsRefusal, modelAllowed, modelSwitchedOn, retryAfterSeconds, windowO
 import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, ResponseOwner, UsageRecord } from '../../domain/types.js';
 import { log } from '../../log.js';
 import { tell, tellCommitted } from '../common.js';
-import { RetryQueue } from '../retry.js';
+import { RetryQueue, type RetryOutcome } from '../retry.js';
 import { addDailyRows, addHeld, callAccount, callHeld, chargeRow, countInDaily, countInWindow, heldToRow, processToRow, responseToRow, rowToAccount, rowToResponse, slotToRow, usageToRow, windowCount, windowStart, type DailyRow, type RateRow, type ResponseRow } from '../rows.js';
 import type { AccountCache } from './account-cache.js';
 import { CommittedRows } from './committed-rows.js';
@@ -216,16 +216,16 @@ export class LmdbLedger extends LmdbUsage {
 
   /**
    * Commits what failed commits left (store/retry.ts), oldest first, in one transaction of its
-   * own (a group commit of new calls never waits on it); returns how many were committed.
+   * own (a group commit of new calls never waits on it): all of them, or none (it throws).
    */
-  protected commitRetries(items: readonly (RecordEntry | ReleaseEntry)[]): number {
+  protected commitRetries(items: readonly (RecordEntry | ReleaseEntry)[]): RetryOutcome {
     this.committedRows.transact((accounts) => {
       for (const item of items) {
         if (item.length === 2) this.endCall(item[0].id, item[1], accounts);
         else this.applyRecords([item], accounts);
       }
     });
-    return items.length;
+    return { committed: items.length, failure: null };
   }
 
   /** Tries now what failed commits left; resolves to how many are still kept. */

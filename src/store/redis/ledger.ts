@@ -3,7 +3,7 @@ import { modelSwitchedOn } from '../../domain/rules.js';
 import type { Charge, Hold, KeyRecord, MadeResponse, Refusal, UsageRecord } from '../../domain/types.js';
 import { log } from '../../log.js';
 import { tellCommitted } from '../common.js';
-import { RetryQueue } from '../retry.js';
+import { RetryQueue, type RetryOutcome } from '../retry.js';
 import { responseToRow, usageToRow } from '../rows.js';
 import { safely } from './connection.js';
 import { RedisMigration } from './migration.js';
@@ -93,16 +93,16 @@ export class RedisLedger extends RedisMigration {
   }
 }
 
-/** Runs the kept attempts one after another, stopping at the first that fails: how many succeeded. */
-async function commitInOrder(attempts: readonly (() => Promise<unknown>)[]): Promise<number> {
-  let done = 0;
+/** Runs the kept attempts one after another, stopping at the first that fails: how many succeeded, and why it stopped. */
+async function commitInOrder(attempts: readonly (() => Promise<unknown>)[]): Promise<RetryOutcome> {
+  let committed = 0;
   for (const attempt of attempts) {
     try {
       await attempt();
-    } catch {
-      break;
+    } catch (failure) {
+      return { committed, failure };
     }
-    done++;
+    committed++;
   }
-  return done;
+  return { committed, failure: null };
 }
