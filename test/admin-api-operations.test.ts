@@ -117,11 +117,18 @@ t.test('the admin API end to end', async (t) => {
       ['from after to', 'GET', '/admin/v1/usage?from=2027-02-02&to=2027-02-01', undefined, 400, 'invalid_field', 'from'],
       ['bad format', 'GET', '/admin/v1/usage?format=xml', undefined, 400, 'invalid_field', 'format'],
       ['unknown query parameter', 'GET', '/admin/v1/usage?days=3', undefined, 400, 'unknown_field', 'days'],
+      ['a filter the key list does not take', 'GET', '/admin/v1/keys?status=suspended', undefined, 400, 'unknown_field', 'status'],
+      ['a page the model list does not take', 'GET', '/admin/v1/models?limit=1', undefined, 400, 'unknown_field', 'limit'],
+      ['a query on an action', 'POST', `/admin/v1/keys/${id}/suspend?force=1`, undefined, 400, 'unknown_field', 'force'],
+      ['a body on suspend', 'POST', `/admin/v1/keys/${id}/suspend`, { reason: 'abuse' }, 400, 'unknown_field', 'reason'],
+      ['a body on rotate', 'POST', `/admin/v1/keys/${id}/rotate`, { expires: 'never' }, 400, 'unknown_field', 'expires'],
+      ['a body on a model switch', 'POST', '/admin/v1/models/gpt-4o/disable', { until: '2027-01-01' }, 400, 'unknown_field', 'until'],
       ['limit too large', 'GET', `/admin/v1/keys/${id}/usage?limit=100000`, undefined, 400, 'invalid_field', 'limit'],
       ['unknown route', 'GET', '/admin/v1/nothing', undefined, 404, 'unknown_endpoint', null],
       ['wrong method', 'DELETE', `/admin/v1/keys/${id}`, undefined, 404, 'unknown_endpoint', null],
     ];
     const before = (await api('GET', '/admin/v1/keys')).text;
+    const modelsBefore = (await api('GET', '/admin/v1/models')).text;
     for (const [name, method, path, body, status, code, param] of cases) {
       const r = await api(method, path, body);
       t.equal(r.status, status, `${name}: ${status}`);
@@ -129,5 +136,7 @@ t.test('the admin API end to end', async (t) => {
       if (param !== null && param !== 'ref' && code !== 'unknown_model') t.match(r.json.error.message, new RegExp(`\\b${param}\\b`), `${name}: the message names ${param}`);
     }
     t.equal((await api('GET', '/admin/v1/keys')).text, before, 'no refused request changed anything');
+    t.equal((await api('GET', '/admin/v1/models')).text, modelsBefore, 'nor any model\'s switch');
+    t.equal((await api('POST', `/admin/v1/keys/${id}/suspend`, {})).status, 200, 'an action\'s empty object is no field: taken');
   });
 });

@@ -35,6 +35,8 @@ export interface AdminRoute {
   method: 'GET' | 'POST' | 'PATCH';
   /** OpenAPI path template, e.g. /admin/v1/keys/{ref} */
   path: string;
+  /** The query parameters it takes (none when absent): any other is refused, 400 `unknown_field`, before it runs. */
+  query?: readonly string[];
   handle(ctx: AdminContext, call: Call): Promise<Answer> | Answer;
 }
 
@@ -75,10 +77,17 @@ function format(query: URLSearchParams): 'json' | 'csv' {
   return f;
 }
 
-function checkQuery(query: URLSearchParams, allowed: readonly string[]): void {
+/** Refuses a query parameter the route does not take (a filter or page it would silently ignore). */
+export function checkQuery(query: URLSearchParams, route: AdminRoute): void {
+  const allowed = route.query ?? [];
   for (const name of query.keys()) {
-    if (!allowed.includes(name)) throw new IssuerError('unknown_field', name, (n) => `${n(name)} is not a query parameter here (parameters: ${allowed.join(', ')})`);
+    if (!allowed.includes(name)) throw new IssuerError('unknown_field', name, (n) => `${n(name)} is not a query parameter here (${allowed.length === 0 ? 'this endpoint takes none' : `parameters: ${allowed.join(', ')}`})`);
   }
+}
+
+/** An action that takes no body: an empty body or `{}`; any field is refused, 400 `unknown_field`. */
+async function noBody(call: Call): Promise<void> {
+  only(await call.body(), []);
 }
 
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
@@ -110,8 +119,20 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
       return keyAnswer(await ops.updateSettings(store, call.params.ref!, settingsPlan(body, config), call.actor));
     },
   },
-  { method: 'POST', path: '/admin/v1/keys/{ref}/suspend', handle: async ({ store }, call) => keyAnswer(await ops.setStatus(store, call.params.ref!, 'suspended', call.actor)) },
-  { method: 'POST', path: '/admin/v1/keys/{ref}/resume', handle: async ({ store }, call) => keyAnswer(await ops.setStatus(store, call.params.ref!, 'active', call.actor)) },
+  {
+    method: 'POST', path: '/admin/v1/keys/{ref}/suspend',
+    async handle({ store }, call) {
+      await noBody(call);
+      return keyAnswer(await ops.setStatus(store, call.params.ref!, 'suspended', call.actor));
+    },
+  },
+  {
+    method: 'POST', path: '/admin/v1/keys/{ref}/resume',
+    async handle({ store }, call) {
+      await noBody(call);
+      return keyAnswer(await ops.setStatus(store, call.params.ref!, 'active', call.actor));
+    },
+  },
   {
     method: 'POST', path: '/admin/v1/keys/{ref}/topup',
     async handle({ store }, call) {
@@ -130,14 +151,14 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: 'POST', path: '/admin/v1/keys/{ref}/rotate',
     async handle({ store }, call) {
+      await noBody(call);
       const rotated = await ops.rotate(store, call.params.ref!, call.actor);
       return keyAnswer(rotated, 201, rotated.secret);
     },
   },
   {
-    method: 'GET', path: '/admin/v1/keys/{ref}/usage',
+    method: 'GET', path: '/admin/v1/keys/{ref}/usage', query: ['from', 'to', 'format', 'limit'],
     async handle({ store }, call) {
-      checkQuery(call.query, ['from', 'to', 'format', 'limit']);
       const { key, account } = await ops.showKey(store, call.params.ref!);
       const range = dayRange(call.query);
       const fmt = format(call.query);
@@ -148,9 +169,8 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET', path: '/admin/v1/keys/{ref}/daily',
+    method: 'GET', path: '/admin/v1/keys/{ref}/daily', query: ['from', 'to', 'format'],
     async handle({ store }, call) {
-      checkQuery(call.query, ['from', 'to', 'format']);
       const { key } = await ops.showKey(store, call.params.ref!);
       const range = dayRange(call.query);
       const rows = await dailyRows(store, key, range);
@@ -159,9 +179,8 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
     },
   },
   {
-    method: 'GET', path: '/admin/v1/usage',
+    method: 'GET', path: '/admin/v1/usage', query: ['from', 'to', 'format'],
     async handle({ store }, call) {
-      checkQuery(call.query, ['from', 'to', 'format']);
       const range = dayRange(call.query);
       const rows = await totalsPerKey(store, range);
       if (format(call.query) === 'csv') return { status: 200, csv: toCsv(TOTALS_COLUMNS, rows) };
@@ -172,6 +191,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: 'POST', path: '/admin/v1/models/{id}/enable',
     async handle({ store, config, env }, call) {
+      await noBody(call);
       const id = await ops.setModel(store, config, call.params.id!, true, call.actor);
       return { status: 200, json: (await ops.listModels(store, config, env)).find((m) => m.id === id) };
     },
@@ -179,14 +199,14 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   {
     method: 'POST', path: '/admin/v1/models/{id}/disable',
     async handle({ store, config, env }, call) {
+      await noBody(call);
       const id = await ops.setModel(store, config, call.params.id!, false, call.actor);
       return { status: 200, json: (await ops.listModels(store, config, env)).find((m) => m.id === id) };
     },
   },
   {
-    method: 'GET', path: '/admin/v1/audit',
+    method: 'GET', path: '/admin/v1/audit', query: ['key'],
     async handle({ store }, call) {
-      checkQuery(call.query, ['key']);
       const ref = call.query.get('key');
       const keyId = ref === null ? undefined : (await ops.resolveKeyRef(store, ref)).id;
       return { status: 200, json: (await store.auditTrail(keyId)).map(ops.auditView) };

@@ -6,7 +6,7 @@ import { bearerToken } from '../auth/credential.js';
 import { IssuerError, type Naming } from '../issuer/errors.js';
 import { errorText, log } from '../log.js';
 import type { GatewayStore } from '../domain/interfaces.js';
-import { findAdminRoute, readJsonBody } from './api.js';
+import { checkQuery, findAdminRoute, readJsonBody } from './api.js';
 import { serveHealthz, serveReadyz, type Readiness } from './health.js';
 
 export interface AdminOptions {
@@ -94,6 +94,7 @@ export function createAdminServer(o: AdminOptions): Server {
     // output is the local command's, byte for byte.
     const naming: Naming = req.headers['x-tollgate-cli'] !== undefined ? 'cli' : 'api';
     try {
+      checkQuery(url.searchParams, found.route);
       const answer = await found.route.handle(context, {
         params: found.params,
         query: url.searchParams,
