@@ -2,7 +2,7 @@ import { hash as oneShotHash, randomBytes } from 'node:crypto';
 
 export const KEY_PREFIX = 'gw_live_';
 /** `gw_live_` + 32 lowercase hex: anything else (truncated, wrapped, re-cased, padded) is simply unknown. */
-const KEY_FORMAT = /^gw_live_[0-9a-f]{32}$/;
+export const KEY_FORMAT = /^gw_live_[0-9a-f]{32}$/;
 /** How much of a key is ever shown: `gw_live_` + 4 hex. */
 export const DISPLAY_PREFIX_LENGTH = 12;
 

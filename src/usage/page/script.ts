@@ -1,3 +1,5 @@
+import { KEY_FORMAT } from '../../auth/keys.js';
+
 /**
  * The usage checker's script, inlined into the page and allowed by its hash in the
  * Content-Security-Policy. It reads `GET /usage/api` with the key in the Authorization
@@ -8,6 +10,8 @@
 export const SCRIPT = String.raw`(() => {
 'use strict';
 const PAGE_SIZE = 20;
+// The gateway's key format: anything else is unknown to it, and is not sent (it may be another service's secret).
+const KEY_FORMAT = new RegExp(${JSON.stringify(KEY_FORMAT.source)});
 const STORE_KEY = 'tollgate.usage.key';
 const SVG_NS = 'http://www.w3.org/2000/svg';
 const path = location.pathname.replace(/\/+$/, '');
@@ -114,6 +118,12 @@ const ENDPOINTS = { chat: 'Chat', responses: 'Responses', messages: 'Messages', 
 const surfaceBase = (mode) => BASE + (mode === 'token' ? '/token/v1' : '/v1');
 
 // ── the verdict: why calls would fail now, in plain words ────────────────
+// The gateway's checks after the first that fails, as /usage/api's state orders them: past its
+// expiry (the expiry instant itself still works); no funds once what calls in flight hold counts.
+function expired(k) { return k.expiresAt !== null && Date.now() > new Date(k.expiresAt).getTime(); }
+function fundsOut(k) {
+  return k.mode === 'credit' ? k.balanceNanoUsd - k.heldNanoUsd <= 0 : k.usedTokens + k.heldTokens >= k.budgetTokens;
+}
 function verdict(k) {
   const code = (status, c) => el('span', null, 'Clients get HTTP ' + status + ' with error code ', el('code', { text: c }), '.');
   switch (k.state) {
@@ -124,12 +134,20 @@ function verdict(k) {
       if (k.expiresAt !== null) detail.append(' The key works until ' + expiryText(k.expiresAt) + ', ' + fromNow(k.expiresAt) + '.');
       return { tone: 'ok', badge: 'Working', sentence: 'Calls with this key go through: it is active and has ' + (k.mode === 'credit' ? 'credit' : 'budget') + ' left.', detail };
     }
-    case 'suspended':
+    case 'suspended': {
+      // The state names the first check that fails; what comes after it must be mended too.
+      const also = [];
+      if (expired(k)) also.push('extend it (it also expired at ' + expiryText(k.expiresAt) + ')');
+      if (fundsOut(k)) also.push(k.mode === 'credit' ? 'top it up (it also has no credit left)' : 'renew its budget (it has also used up its tokens)');
       return { tone: 'bad', badge: 'Suspended', sentence: 'Calls with this key fail because its issuer has suspended it.',
-        detail: el('span', null, 'Ask whoever gave you the key to resume it; the same key then works again. ', code(403, 'key_suspended')) };
+        detail: el('span', null, also.length === 0 ? 'Ask whoever gave you the key to resume it; the same key then works again. '
+          : 'Ask whoever gave you the key to resume it and to ' + also.join(' and to ') + '; only then does the same key work again. ', code(403, 'key_suspended')) };
+    }
     case 'expired':
       return { tone: 'bad', badge: 'Expired', sentence: 'Calls with this key fail because it expired at ' + expiryText(k.expiresAt) + '.',
-        detail: el('span', null, 'Ask whoever gave you the key to extend it, even if it has ' + (k.mode === 'credit' ? 'credit' : 'budget') + ' left. ', code(403, 'key_expired')) };
+        detail: el('span', null, fundsOut(k)
+          ? 'Ask whoever gave you the key to extend it and to ' + (k.mode === 'credit' ? 'top it up: it also has no credit left. ' : 'renew its budget: it has also used up its tokens. ')
+          : 'Ask whoever gave you the key to extend it, even if it has ' + (k.mode === 'credit' ? 'credit' : 'budget') + ' left. ', code(403, 'key_expired')) };
     case 'insufficient_credit':
       return { tone: 'bad', badge: 'Out of credit', sentence: 'Calls with this key fail because it has no credit left (balance ' + usd(k.balanceUsd) + ')' +
         (k.balanceNanoUsd < 0 ? '; it owes ' + usdNano(-k.balanceNanoUsd) + '.' : '.'),
@@ -215,7 +233,7 @@ function drawFacts(k) {
   if (k.expiresAt === null) add('Expires', 'Never');
   else {
     const when = expiryText(k.expiresAt);
-    add('Expires', when.charAt(0).toUpperCase() + when.slice(1) + (k.state === 'expired' ? '; expired ' : ', ') + fromNow(k.expiresAt));
+    add('Expires', when.charAt(0).toUpperCase() + when.slice(1) + (expired(k) ? '; expired ' : ', ') + fromNow(k.expiresAt));
   }
   add('Models', k.models === null || k.models.length === 0 ? 'All models this gateway serves'
     : el('ul', { class: 'chips' }, ...k.models.map((m) => el('li', null, el('code', { text: m })))));
@@ -237,7 +255,7 @@ function drawChart(k, daily) {
   const busiest = daily[values.indexOf(max)];
   $('chart-summary').textContent = total === 0 && requests === 0
     ? 'No usage in the last ' + daily.length + ' days.'
-    : 'Total ' + show(total) + ' over ' + plural(requests, 'request', 'requests') + '. Busiest day: ' + dayName(busiest.day) + ' (' + show(max) + ').';
+    : 'Total ' + show(total) + ' over ' + plural(requests, 'request', 'requests') + (max === 0 ? '.' : '. Busiest day: ' + dayName(busiest.day) + ' (' + show(max) + ').');
 
   const W = 10 * daily.length, H = 100;
   const plot = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, preserveAspectRatio: 'none', role: 'img', 'aria-labelledby': 'chart-title chart-summary', focusable: 'false' });
@@ -439,8 +457,9 @@ async function check(value) {
     input.focus();
     return;
   }
-  // A header can only carry visible ASCII: anything else cannot be a key of this gateway.
-  if (!/^[\x21-\x7e]+$/.test(value)) return failed(401);
+  // Not this gateway's key (another service's secret, a cut or padded paste, a whole page of
+  // text): answered as an unknown key without sending it anywhere.
+  if (!KEY_FORMAT.test(value)) return failed(401);
   key = value;
   busy(false, moreButton);
   busy(true, $('submit'));

@@ -72,7 +72,7 @@ button:disabled, button[aria-disabled="true"] { opacity: .6; cursor: progress; }
 #report { display: grid; gap: 16px; grid-template-columns: minmax(0, 1fr); }
 #report[hidden] { display: none; }
 .report-head { display: flex; flex-wrap: wrap; align-items: baseline; gap: 6px 14px; }
-.report-head .sub { color: var(--muted); }
+.report-head .sub { color: var(--muted); overflow-wrap: anywhere; min-width: 0; }
 .verdict { border-left: 6px solid var(--ok); background: var(--ok-bg); }
 .verdict.bad { border-left-color: var(--bad); background: var(--bad-bg); }
 .verdict.warn { border-left-color: var(--warn); background: var(--warn-bg); }
