@@ -109,6 +109,12 @@ export function remoteIssuer(base: string): IssuerClient {
     } catch {
       parsed = undefined;
     }
+    // Every path this client asks for exists on an admin listener, which always answers JSON: a
+    // server that has no such path, or answers otherwise, is another one (the gateway's public
+    // listener, say), and the option naming it is what is wrong.
+    if ((res.status === 404 && parsed?.error?.code === 'unknown_endpoint') || (parsed === undefined && res.status < 500)) {
+      throw new UsageError(`${base} is not a tollgate admin API (it answered ${method} ${path.split('?')[0]} with ${res.status}${parsed === undefined ? ', not JSON' : ' unknown_endpoint'}): point --admin-url or TOLLGATE_ADMIN_URL at the admin listener (admin.port, 8081 by default)`);
+    }
     if (res.ok) return parsed;
     const message = parsed?.error?.message ?? `the admin API answered ${res.status}`;
     if (res.status === 401) throw new Error(`the admin API refused the token (set TOLLGATE_ADMIN_TOKEN): ${message}`);
