@@ -60,6 +60,28 @@ t.test('the usage checker: every remedy, nothing billed, not a key', async (t) =
     await w.context.close();
   });
 
+  await t.test('a remembered key is not kept once a check finds the key unknown', async (t) => {
+    const w = await openPage(browser, DESKTOP);
+    await w.page.goto(`${gw.base}/usage`);
+    const field = w.page.getByLabel('API key');
+    await field.fill(failing.key);
+    await w.page.getByLabel('Remember on this device').check();
+    await field.press('Enter');
+    await w.page.locator('#report').waitFor({ state: 'visible' });
+    await w.page.reload();
+    await w.page.locator('#report').waitFor({ state: 'visible' });
+    t.equal(await w.page.locator('#report-title').innerText(), `Key ${failing.prefix}…`, 'remembered across a reload');
+    await field.fill(`gw_live_${'0'.repeat(32)}`);
+    await field.press('Enter');
+    await w.page.getByRole('alert').filter({ hasText: 'not recognised' }).waitFor();
+    t.equal(await w.page.evaluate(() => localStorage.length), 0, 'nothing kept on the device');
+    await w.page.reload();
+    await w.page.waitForLoadState('load');
+    t.ok(await w.page.locator('#report').isHidden(), 'the next visit shows no report of the older key');
+    t.equal(await field.inputValue(), '', 'and fills in no key');
+    await w.context.close();
+  });
+
   await t.test('a whole page pasted, or another service\'s key: unknown, and never sent', async (t) => {
     for (const [what, text] of [['20,000 characters', `gw_live_${'a'.repeat(20_000)}`], ['an OpenAI key', `sk-proj-${'x'.repeat(48)}`]] as const) {
       const w = await openPage(browser, DESKTOP);

@@ -434,6 +434,11 @@ const aborted = (err) => err && err.name === 'AbortError';
 function failed(status) {
   if (status === 401) {
     key = null;
+    // A key kept on this device is the last one checked: once a check finds the key unknown (a
+    // new paste, or the kept key revoked), keeping an older one would show its report on the next
+    // visit as if it were this one's.
+    remembered.clear();
+    forgetButton.hidden = true;
     hideReport();
     input.setAttribute('aria-invalid', 'true');
     showProblem('This key is not recognised.', ' Check that you pasted all of it: a key starts with gw_live_ followed by 32 letters and digits. If it is complete, ask whoever gave it to you.');
