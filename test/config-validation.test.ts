@@ -4,7 +4,7 @@
  * come from: the flag wins over the environment variable, which wins over the file.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,6 +78,11 @@ t.test('bad configurations: exit 2 before listening, stderr names the field path
     ['endpoint not chat/responses/messages', configWith((c) => (c.models['gpt-4o-mini'].endpoints = ['chat', 'completions'])), /models\.gpt-4o-mini\.endpoints/],
     ['model naming an unknown provider', configWith((c) => (c.models['gpt-4o'].provider = 'azure')), /models\.gpt-4o\.provider/],
     ['catalogProvider naming an unknown provider', configWith((c) => (c.catalogProvider.anthropic = 'bedrock')), /catalogProvider\.anthropic/],
+    ['an empty model id', configWith((c) => (c.models[''] = c.models['gpt-4o'])), /models\."": the model id is empty/],
+    ['a model id longer than a request can send', configWith((c) => (c.models['m'.repeat(300)] = c.models['gpt-4o'])), /models\.m+…: the model id is 300 bytes long/],
+    ['an endpoint named twice', configWith((c) => (c.models['gpt-4o'].endpoints = ['chat', 'chat'])), /models\.gpt-4o\.endpoints\[1\]: "chat" is named twice/],
+    ['a price of a trillion per million tokens', configWith((c) => (c.models['gpt-4o'].price.input = 1e12)), /models\.gpt-4o\.price\.input: must be at most 5000 \(USD per million tokens\)/],
+    ['a request timeout below the headers default', configWith((c) => (c.limits = { clientRequestTimeoutMs: 100 })), /limits\.clientRequestTimeoutMs: must be at least limits\.clientHeadersTimeoutMs \(20000, its default\)/],
     ['bad provider auth', configWith((c) => (c.providers.anthropic.auth = 'basic')), /providers\.anthropic\.auth/],
     ['bad server port', configWith((c) => (c.server = { port: 'eighty' })), /server\.port/],
     ['nesting depth of 1', configWith((c) => (c.limits = { maxJsonDepth: 1 })), /limits\.maxJsonDepth/],
@@ -214,4 +219,62 @@ t.test('a file that sets only some sections keeps the built-in defaults for the 
   t.equal(listed.code, 0, listed.stderr);
   const ids = (JSON.parse(listed.stdout) as Array<{ id: string }>).map((m) => m.id);
   t.ok(ids.includes('gpt-4o-mini') && ids.some((id) => id.startsWith('claude-')), 'the default catalogue');
+});
+
+t.test('a ./tollgate.config.json that is there but cannot be read is refused, not replaced by the defaults', async (t) => {
+  const cwd = join(dir, 'dangling');
+  mkdirSync(cwd, { recursive: true });
+  symlinkSync('/nonexistent/tollgate.json', join(cwd, 'tollgate.config.json'));
+  const served = await serve(['--port', '0'], {}, cwd);
+  t.equal(served.listening, null, 'never listens on the built-in defaults');
+  t.equal(served.code, 2);
+  t.equal(served.stderr, 'tollgate: config: tollgate.config.json: cannot be read (ENOENT: a symbolic link to /nonexistent/tollgate.json, which does not exist)\n');
+  t.notOk(existsSync(join(cwd, 'data')), 'no store made');
+  const keys = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [CLI, 'keys', 'list'], { env: cleanEnv(), cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stderr }));
+  });
+  t.equal(keys.code, 2, 'keys list too');
+  t.match(keys.stderr, /^tollgate: config: tollgate\.config\.json: cannot be read/);
+});
+
+t.test('a config file saved with a UTF-8 byte order mark starts', async (t) => {
+  const file = join(dir, 'with-bom.json');
+  writeFileSync(file, `\uFEFF${JSON.stringify(defaultConfig('http://127.0.0.1:9'))}`);
+  const served = await serve(['--config', file, '--data', data, '--port', '0']);
+  t.equal(served.code, 0, served.stderr);
+  t.not(served.listening, null);
+});
+
+t.test('built-in catalogue providers without a provider of their name are said at start-up', async (t) => {
+  const file = join(dir, 'myoai.json');
+  writeFileSync(file, JSON.stringify({ providers: { myoai: { baseUrl: 'http://127.0.0.1:9/v1', auth: 'bearer', apiKeyEnv: 'OPENAI_API_KEY' } } }));
+  const served = await serve(['--config', file, '--data', data, '--port', '0']);
+  t.equal(served.code, 0, served.stderr);
+  t.match(served.stdout, /tollgate serves 0 models\n/);
+  const warning = served.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.event === 'built_in_models_left_out');
+  t.match(warning, { level: 'warn', providers: 'openai,anthropic', consequence: /models of openai and anthropic are not served/ }, 'named, before the server listens');
+  const usual = await serve(['--config', configWith(() => {}), '--data', data, '--port', '0']);
+  t.notMatch(usual.stderr, /built_in_models_left_out/, 'not with builtInModels false');
+});
+
+t.test('a provider credential no header can carry is refused at start-up, naming the variable and not the value', async (t) => {
+  const pool = configWith((c) => {
+    delete c.providers.openai.apiKeyEnv;
+    c.providers.openai.credentials = [{ name: 'org-a', apiKeyEnv: 'OPENAI_API_KEY' }, { name: 'org-b', apiKeyEnv: 'OPENAI_KEY_B' }];
+  });
+  const fresh = join(dir, 'never-made');
+  for (const [what, file, env, variable] of [
+    ['apiKeyEnv', configWith(() => {}), { ANTHROPIC_API_KEY: 'sk-ant-sec\nret' }, 'ANTHROPIC_API_KEY'],
+    ['a pool credential', pool, { OPENAI_KEY_B: 'sk-b-\u0007secret\n' }, 'OPENAI_KEY_B'],
+  ] as const) {
+    const r = await serve(['--config', file, '--data', fresh, '--port', '0'], env);
+    t.equal(r.listening, null, `${what}: never listens`);
+    t.equal(r.code, 2, `${what}: exit 2`);
+    t.match(r.stderr, new RegExp(`^tollgate: ${variable} holds a character no HTTP header can carry[^\n]*\n$`), `${what}: one line naming ${variable}`);
+    t.notMatch(r.stderr, /sk-/, `${what}: the value is not shown`);
+  }
+  t.notOk(existsSync(fresh), 'nothing opened');
 });

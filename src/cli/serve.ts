@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { isSea } from 'node:sea';
 import { createAdminServer } from '../admin/listener.js';
 import type { Readiness } from '../admin/health.js';
+import { credentialValue, unsendableCredentials } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { createGateway } from '../server.js';
 import { errorText, log } from '../log.js';
@@ -121,18 +122,43 @@ export async function serveCommand(args: string[]): Promise<void> {
   // A worker whose primary went away must not linger.
   if (cluster.isWorker) process.on('disconnect', stop);
 
-  await listen(gateway.server, port, host);
-  const url = urlOf(gateway.server);
-  if (cluster.isWorker) process.send?.({ listening: url }, undefined, undefined, channelGone);
-  else process.stdout.write(catalogueLine(config) + listeningLine(url, plan, 1, providers.mock));
-
-  if (cluster.isPrimary && !stopping) {
-    const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), notInRotation: () => credentialWatch.notInRotation() };
-    adminServer = await openAdmin(admin, providers, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
-    if (stopping) return void closeServer(adminServer);
-    sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
-    sweeper.start();
+  try {
+    await listenAs('public', gateway.server, port, host);
+  } catch (err) {
+    // A cluster's workers all fail alike: their primary says it once (runPrimary).
+    if (cluster.isWorker) return cannotStart((err as Error).message);
+    throw err;
   }
+  const url = urlOf(gateway.server);
+  if (cluster.isWorker) {
+    process.send?.({ listening: url }, undefined, undefined, channelGone);
+    return;
+  }
+  const readiness: Readiness = { draining: () => gateway.draining, storeAnswers: () => store.answers(), notInRotation: () => credentialWatch.notInRotation() };
+  adminServer = await openAdmin(admin, providers, store, { text: () => metrics.text(), contentType: metrics.contentType }, readiness);
+  if (stopping) return void closeServer(adminServer);
+  // Only now that every listener accepts connections: whoever waits for these lines may connect.
+  process.stdout.write(catalogueLine(config) + listeningLine(url, plan, 1, providers.mock) + adminLine(adminServer));
+  if (adminServer !== null) warnNoAdminToken(admin!, config);
+  sweeper = new RetentionSweeper(store, { retentionDays: config.storage.retentionDays, responseRetentionDays: config.storage.responseRetentionDays });
+  sweeper.start();
+}
+
+/**
+ * A worker whose listener cannot start tells its primary why, which says it once for the
+ * cluster, and exits; without a primary to tell, it says so itself.
+ */
+function cannotStart(why: string): Promise<never> {
+  return new Promise(() => {
+    const told = process.send?.({ cannotStart: why }, undefined, undefined, (err: Error | null) => {
+      if (err !== null) process.stderr.write(`tollgate: ${why}\n`);
+      process.exit(1);
+    });
+    if (told === undefined) {
+      process.stderr.write(`tollgate: ${why}\n`);
+      process.exit(1);
+    }
+  });
 }
 
 /**
@@ -141,8 +167,16 @@ export async function serveCommand(args: string[]): Promise<void> {
  * read. Without, the configured providers, each one whose credential is unset named once.
  */
 async function providersFor(configured: Config, mock: boolean): Promise<Providers> {
+  if (cluster.isPrimary) warnBuiltInLeftOut(configured);
   if (!mock) {
-    if (cluster.isPrimary) warnUnusableProviders(configured);
+    if (cluster.isPrimary) {
+      const unsendable = unsendableCredentials(configured, process.env);
+      if (unsendable.length > 0) {
+        const one = unsendable.length === 1;
+        throw new UsageError(`${unsendable.join(', ')} ${one ? 'holds' : 'hold'} a character no HTTP header can carry (a control character inside the value; surrounding whitespace is cut): every call with ${one ? 'this provider credential' : 'these provider credentials'} would fail`);
+      }
+      warnUnusableProviders(configured);
+    }
     return { config: configured, env: process.env, mockUrl: null, mock: false, close: async () => undefined };
   }
   const primaryMock = cluster.isWorker ? process.env[PRIMARY_MOCK_URL] : undefined;
@@ -246,12 +280,26 @@ export function catalogueLine(config: Config): string {
 }
 
 /**
+ * The built-in catalogue's providers that no configured provider is named after: their models
+ * are left out of the catalogue, said once at start-up (a file with only `providers.myoai`
+ * otherwise serves no model without a word).
+ */
+function warnBuiltInLeftOut(config: Config): void {
+  if (config.builtInLeftOut.length === 0) return;
+  const names = config.builtInLeftOut.map((p) => p.provider);
+  log('warn', 'built_in_models_left_out', {
+    providers: names.join(','), models: config.builtInLeftOut.reduce((n, p) => n + p.models, 0),
+    consequence: `the built-in catalogue's models of ${names.join(' and ')} are not served: no provider in "providers" has that name`,
+  });
+}
+
+/**
  * Credentials whose variable is unset: named once at start-up. Such a credential is left out of
  * its provider's pool; a provider left with none answers model_not_available for its models.
  */
 function warnUnusableProviders(config: Config): void {
   for (const provider of config.providers.values()) {
-    const missing = provider.credentials.filter((c) => !process.env[c.apiKeyEnv]);
+    const missing = provider.credentials.filter((c) => credentialValue(process.env, c.apiKeyEnv).length === 0);
     if (missing.length === provider.credentials.length) {
       log('warn', 'provider_credential_missing', {
         provider: provider.name, env: provider.credentials.map((c) => c.apiKeyEnv).join(','),
@@ -275,6 +323,33 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
+/**
+ * Listens, or fails with one line naming the listener and its address:
+ * `the admin listener cannot start on 127.0.0.1:8081: address already in use (EADDRINUSE)`.
+ */
+async function listenAs(which: 'public' | 'admin', server: Server, port: number, host: string): Promise<void> {
+  try {
+    await listen(server, port, host);
+  } catch (err) {
+    throw new Error(`the ${which} listener cannot start on ${host.includes(':') ? `[${host}]` : host}:${port}: ${listenProblem(err)}`);
+  }
+}
+
+/** What the errors a listener meets most say, for those Node words without it (a cluster worker's `bind EADDRINUSE 127.0.0.1:8080`). */
+const LISTEN_ERRORS: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'address already in use',
+  EACCES: 'permission denied',
+  EADDRNOTAVAIL: 'address not available',
+};
+
+/** Why a listen failed, without the address Node's text repeats: `address already in use (EADDRINUSE)`. */
+function listenProblem(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  const text = err instanceof Error ? err.message : String(err);
+  const said = code === undefined ? undefined : LISTEN_ERRORS[code] ?? /^listen \w+: (.*?)(?: \S+:\d+)?$/.exec(text)?.[1];
+  return said === undefined ? text : `${said} (${code!})`;
+}
+
 function urlOf(server: Server): string {
   const address = server.address() as AddressInfo;
   return `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
@@ -288,14 +363,20 @@ function closeServer(server: Server | null): Promise<void> {
   });
 }
 
+/** The admin listener, listening (its line is printed with the others: adminLine), or null when it is not opened. */
 async function openAdmin(plan: AdminPlan | null, providers: Providers, store: GatewayStore, metrics: { text(): Promise<string>; contentType: string }, readiness: Readiness): Promise<Server | null> {
   if (plan === null) return null;
-  const { config } = providers;
-  const server = createAdminServer({ store, config, env: providers.env, token: plan.token, metrics, readiness, mock: providers.mock });
-  await listen(server, plan.port, plan.host);
-  process.stdout.write(`admin listening on ${urlOf(server)}\n`);
-  if (plan.token === undefined) log('warn', 'admin_token_missing', { env: config.admin.tokenEnv, consequence: 'every /admin/v1/ request is refused with invalid_admin_token' });
+  const server = createAdminServer({ store, config: providers.config, env: providers.env, token: plan.token, metrics, readiness, mock: providers.mock });
+  await listenAs('admin', server, plan.port, plan.host);
   return server;
+}
+
+function adminLine(server: Server | null): string {
+  return server === null ? '' : `admin listening on ${urlOf(server)}\n`;
+}
+
+function warnNoAdminToken(plan: AdminPlan, config: Config): void {
+  if (plan.token === undefined) log('warn', 'admin_token_missing', { env: config.admin.tokenEnv, consequence: 'every /admin/v1/ request is refused with invalid_admin_token' });
 }
 
 /** More unexpected worker exits than this within a minute, and the primary gives up (exit 1). */
@@ -307,6 +388,8 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
   const workerEnv = providers.mockUrl === null ? undefined : { [PRIMARY_MOCK_URL]: providers.mockUrl };
   return new Promise((resolve) => {
     let listening = 0;
+    /** Every worker listens; then the admin listener opens, and the gateway is announced. */
+    let started = false;
     let announced = false;
     let stopping = false;
     let signalledAt = 0;
@@ -328,11 +411,12 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
     // the executable's path once more before EXEC, so EXEC must be the first argument itself.
     if (isSea()) cluster.setupPrimary({ exec: process.argv[2]!, args: process.argv.slice(3) });
     for (let i = 0; i < workers; i++) cluster.fork(workerEnv);
-    cluster.on('message', (worker, message: { listening?: string } & RotationMessage) => {
+    cluster.on('message', (worker, message: { listening?: string; cannotStart?: string } & RotationMessage) => {
       credentialWatch.heard(worker, message);
-      if (message?.listening && ++listening === workers && !announced) {
-        announced = true;
-        process.stdout.write(catalogueLine(providers.config) + listeningLine(message.listening, plan, workers, providers.mock));
+      if (typeof message?.cannotStart === 'string') return giveUp(message.cannotStart);
+      if (message?.listening && ++listening === workers && !started) {
+        started = true;
+        const url = message.listening;
         openStore(plan, config.storage).then((s) => {
           store = s;
           if (stopping) return;
@@ -346,8 +430,12 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
           };
           return openAdmin(admin, providers, s, metrics, readiness).then((server) => {
             adminServer = server;
-            if (stopping) void closeServer(server);
-          }, (err: unknown) => giveUp(`the admin listener cannot start: ${(err as Error).message}`));
+            if (stopping) return void closeServer(server);
+            // Only now that every listener accepts connections, the workers' and the admin one.
+            announced = true;
+            process.stdout.write(catalogueLine(providers.config) + listeningLine(url, plan, workers, providers.mock) + adminLine(server));
+            if (server !== null) warnNoAdminToken(admin!, config);
+          }, (err: unknown) => giveUp((err as Error).message));
         }, (err: unknown) => giveUp(`the store cannot be opened: ${(err as Error).message}`));
       }
     });
@@ -373,6 +461,8 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
         });
     };
     const giveUp = (why: string): void => {
+      // The first reason is the one said: the workers of a cluster that cannot start all fail alike.
+      if (stopping) return;
       exitCode = 1;
       process.stderr.write(`tollgate: ${why}\n`);
       stop();
@@ -380,9 +470,20 @@ function runPrimary(workers: number, providers: Providers, plan: StorePlan, admi
     cluster.on('exit', (worker, code, signal) => {
       credentialWatch.exited(worker.id);
       if (stopping) return exitWhenAllGone();
+      // A worker that cannot start (port taken, data directory unusable) would fail again. One
+      // that said why (cannotStart) did so before its channel closed, which may be read after its
+      // exit: wait for that, so that the reason is the one line printed.
+      if (!announced) {
+        const failed = (): void => {
+          if (stopping) return;
+          log('error', 'worker_exited', { pid: worker.process.pid, code, signal });
+          giveUp('a worker exited before the gateway was listening; stopping');
+        };
+        if (worker.isConnected()) worker.once('disconnect', failed);
+        else failed();
+        return;
+      }
       log('error', 'worker_exited', { pid: worker.process.pid, code, signal });
-      // A worker that cannot start (port taken, data directory unusable) would fail again.
-      if (!announced) return giveUp('a worker exited before the gateway was listening; stopping');
       const now = Date.now();
       exits.push(now);
       while (exits[0]! < now - 60_000) exits.shift();

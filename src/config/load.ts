@@ -1,7 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { validateHeaderValue } from 'node:http';
 import { resolve } from 'node:path';
 import { feePerCallNano, multiplierPermille, multiplyUp, pricePerTokenNano } from '../money.js';
 import { STANDARD_GEOS, STANDARD_SPEEDS, STANDARD_TIERS, TIER_SYNONYMS } from '../formats/levers.js';
+import { MAX_MODEL_BYTES } from '../formats/model.js';
 import { DEFAULT_CONFIG } from './defaults.js';
 import { ENDPOINTS, ONE, RATE_KINDS, type Config, type Endpoint, type LeverRates, type Limits, type Model, type Permille, type PriceNano, type Provider, type ProviderCredential, type RateKind, type Rates, type RawConfig } from './types.js';
 
@@ -41,6 +43,30 @@ export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768;
  * Number.MAX_SAFE_INTEGER nUSD).
  */
 export const MAX_OUTPUT_CAP = 100_000_000;
+
+/** The largest `limits.maxRequestBytes` accepted. */
+const MAX_REQUEST_BYTES = 1024 ** 3;
+/**
+ * The most tokens one call is counted for: the largest body the configuration accepts read as a
+ * token per byte, as a hold counts it (more than any context window the configuration accepts),
+ * plus the largest output cap.
+ */
+export const MAX_CALL_TOKENS = MAX_REQUEST_BYTES + MAX_OUTPUT_CAP;
+/**
+ * The most a token may cost, USD per million tokens, multipliers included. A charge is
+ * tokens × rate summed over kinds (meter/charge.ts), so a call of MAX_CALL_TOKENS at this rate
+ * comes to 5.87e15 nUSD, below Number.MAX_SAFE_INTEGER (9.007e15): every charge and hold stays
+ * an exact integer, with room left for tool fees. It is 16× the dearest rate published today; a
+ * price above it is a typo.
+ */
+export const MAX_PRICE_USD_PER_MILLION = 5000;
+const MAX_RATE_NANO = MAX_PRICE_USD_PER_MILLION * 1000;
+/**
+ * The most a server-side tool call may cost, USD per 1,000 calls ($1 a call, 40× the dearest
+ * published): what a charge has left below Number.MAX_SAFE_INTEGER after MAX_CALL_TOKENS at the
+ * highest rate pays for three million such calls.
+ */
+export const MAX_TOOL_FEE_USD_PER_THOUSAND = 1000;
 
 type Json = unknown;
 
@@ -151,9 +177,41 @@ function compileRetry(raw: Json, path: string): Provider['retry'] {
   };
 }
 
-/** Whether any credential of `provider` has its variable set (a provider without one is never called). */
+/**
+ * A provider credential as read from its variable, surrounding whitespace cut ('' when unset): a
+ * secret never has any, and one taken from a file (`$(cat key)`, a mounted secret) often ends in
+ * a newline, which no header can carry.
+ */
+export function credentialValue(env: NodeJS.ProcessEnv, name: string): string {
+  return (env[name] ?? '').trim();
+}
+
+/** Whether a header can carry `value`: Node's own check (no control character but tab, nothing beyond Latin-1), which undici makes too. */
+function headerCanCarry(value: string): boolean {
+  try {
+    validateHeaderValue('authorization', value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The variables of the configuration's provider credentials whose value, once trimmed, still
+ * holds a character no header can carry: every call with it would fail before reaching the
+ * provider. Named for a refusal at start-up; the value never is.
+ */
+export function unsendableCredentials(config: Config, env: NodeJS.ProcessEnv): string[] {
+  const names = new Set<string>();
+  for (const provider of config.providers.values()) {
+    for (const c of provider.credentials) if (!headerCanCarry(credentialValue(env, c.apiKeyEnv))) names.add(c.apiKeyEnv);
+  }
+  return [...names];
+}
+
+/** Whether any credential of `provider` has its variable set, whitespace aside (a provider without one is never called). */
 export function hasCredential(provider: Provider, env: NodeJS.ProcessEnv): boolean {
-  return provider.credentials.some((c) => Boolean(env[c.apiKeyEnv]));
+  return provider.credentials.some((c) => credentialValue(env, c.apiKeyEnv).length > 0);
 }
 
 /** OpenAI's regional hosts (`eu.api.openai.com`): the region is the first label. */
@@ -161,6 +219,7 @@ const REGIONAL_HOST = /^([a-z]{2,})\.api\.openai\.com$/;
 
 function price(v: Json, path: string, required: boolean): number | undefined {
   if (v === undefined && !required) return undefined;
+  if (typeof v === 'number' && v > MAX_PRICE_USD_PER_MILLION) throw new ConfigError(path, `must be at most ${MAX_PRICE_USD_PER_MILLION} (USD per million tokens), the most a token may cost: beyond it a large call's charge would not be exact`);
   const nano = typeof v === 'number' ? pricePerTokenNano(v) : undefined;
   if (nano === undefined) throw new ConfigError(path, 'must be a number ≥ 0 (USD per million tokens) with at most 3 decimals');
   return nano;
@@ -246,6 +305,7 @@ function compilePrice(raw: Json, path: string, provider: Provider): PriceNano {
   if (p.toolCalls !== undefined) {
     for (const [name, fee] of Object.entries(object(p.toolCalls, `${path}.toolCalls`))) {
       if (!NAME.test(name)) throw new ConfigError(`${path}.toolCalls.${name}`, 'a tool name is lower-case letters, digits and _ (web_search, file_search)');
+      if (typeof fee === 'number' && fee > MAX_TOOL_FEE_USD_PER_THOUSAND) throw new ConfigError(`${path}.toolCalls.${name}`, `must be at most ${MAX_TOOL_FEE_USD_PER_THOUSAND} (USD per 1,000 calls), the most a tool call may cost: beyond it a large call's charge would not be exact`);
       const nano = typeof fee === 'number' ? feePerCallNano(fee) : undefined;
       if (nano === undefined) throw new ConfigError(`${path}.toolCalls.${name}`, 'must be a number ≥ 0 (USD per 1,000 calls) with at most 6 decimals');
       toolCalls.set(name, nano);
@@ -256,12 +316,40 @@ function compilePrice(raw: Json, path: string, provider: Provider): PriceNano {
   if (longContext !== null) tables.push(longContext);
   for (const t of [...tiers.values(), ...speed.values()]) tables.push(t, ...(t.longContext === undefined ? [] : [t.longContext]));
   for (const table of tables) for (const kind of RATE_KINDS) highest = Math.max(highest, table[kind] ?? 0);
-  const largestMultiplier = Math.max(ONE, ...inferenceGeo.values(), region?.multiplier ?? ONE);
-  return { ...base, tiers, speed, longContext, inferenceGeo, region, toolCalls, maxRate: multiplyUp(highest, largestMultiplier), fallbackToolFee: 0 };
+  // The dearest a token can be: the highest rate with the largest geography multiplier and then
+  // the region's, as a call's token cost is multiplied (meter/charge.ts), so a hold at it covers
+  // any answer. Each rate is within the bound; the multipliers must not take it past.
+  const [geoName, geo] = [...inferenceGeo].reduce((a, b) => (b[1] > a[1] ? b : a), ['', ONE] as [string, Permille]);
+  const dearest = multiplyUp(multiplyUp(highest, geo), region?.multiplier ?? ONE);
+  if (dearest > MAX_RATE_NANO) {
+    const field = geo > ONE ? `${path}.inferenceGeo.${geoName}` : `${path}.regionalProcessing`;
+    throw new ConfigError(field, `takes a token's rate to ${dearest / 1000} USD per million tokens (the price's highest rate, ${highest / 1000}, multiplied), above the most a token may cost, ${MAX_PRICE_USD_PER_MILLION}`);
+  }
+  return { ...base, tiers, speed, longContext, inferenceGeo, region, toolCalls, maxRate: dearest, fallbackToolFee: 0 };
+}
+
+/**
+ * What is wrong with a model id or alias, or null. A request names its model in `model`, read
+ * only when it is a non-empty string of at most MAX_MODEL_BYTES as sent (formats/model.ts): an
+ * id outside that could never be called.
+ */
+function modelIdProblem(id: string): string | null {
+  if (id.length === 0) return 'is empty: no request can name it';
+  // As a client sends it: JSON-escaped, in UTF-8.
+  const bytes = Buffer.byteLength(JSON.stringify(id)) - 2;
+  if (bytes > MAX_MODEL_BYTES) return `is ${bytes} bytes long: a request's model is at most ${MAX_MODEL_BYTES} bytes, so no request can name it`;
+  return null;
+}
+
+/** `models.ID` for a message, an empty id shown as "" and a long one shortened. */
+function modelPath(id: string): string {
+  return `models.${id.length === 0 ? '""' : id.length > 60 ? `${id.slice(0, 40)}…` : id}`;
 }
 
 function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Provider>): Model {
-  const path = `models.${id}`;
+  const path = modelPath(id);
+  const idProblem = modelIdProblem(id);
+  if (idProblem !== null) throw new ConfigError(path, `the model id ${idProblem}`);
   const m = object(raw, path);
   onlyFields(m, path, ['provider', 'aliases', 'endpoints', 'price', 'contextWindow', 'maxOutputTokens', 'capabilities', 'enabled']);
   const providerName = string(m.provider, `${path}.provider`);
@@ -271,12 +359,17 @@ function compileModel(id: string, raw: Json, providers: ReadonlyMap<string, Prov
   const endpoints = new Set<Endpoint>();
   m.endpoints.forEach((e, i) => {
     if (!ENDPOINTS.includes(e as Endpoint)) throw new ConfigError(`${path}.endpoints[${i}]`, `must be one of ${ENDPOINTS.join(', ')}`);
+    if (endpoints.has(e as Endpoint)) throw new ConfigError(`${path}.endpoints[${i}]`, `"${e as string}" is named twice`);
     endpoints.add(e as Endpoint);
   });
   const aliases: string[] = [];
   if (m.aliases !== undefined) {
     if (!Array.isArray(m.aliases)) throw new ConfigError(`${path}.aliases`, 'must be a list of model ids');
     m.aliases.forEach((a, i) => {
+      if (typeof a === 'string') {
+        const problem = modelIdProblem(a);
+        if (problem !== null) throw new ConfigError(`${path}.aliases[${i}]`, `the alias ${problem}`);
+      }
       const alias = string(a, `${path}.aliases[${i}]`);
       if (alias === id || aliases.includes(alias)) throw new ConfigError(`${path}.aliases[${i}]`, `"${alias}" is named twice`);
       aliases.push(alias);
@@ -352,7 +445,7 @@ function compileLimits(raw: Json): Limits {
   const l = object(raw, 'limits');
   onlyFields(l, 'limits', Object.keys(DEFAULT_LIMITS));
   const limits = { ...DEFAULT_LIMITS };
-  if (l.maxRequestBytes !== undefined) limits.maxRequestBytes = integer(l.maxRequestBytes, 'limits.maxRequestBytes', 1024, 1024 ** 3);
+  if (l.maxRequestBytes !== undefined) limits.maxRequestBytes = integer(l.maxRequestBytes, 'limits.maxRequestBytes', 1024, MAX_REQUEST_BYTES);
   if (l.upstreamHeadersTimeoutMs !== undefined) limits.upstreamHeadersTimeoutMs = integer(l.upstreamHeadersTimeoutMs, 'limits.upstreamHeadersTimeoutMs', 1, 3_600_000);
   if (l.upstreamBodyTimeoutMs !== undefined) limits.upstreamBodyTimeoutMs = integer(l.upstreamBodyTimeoutMs, 'limits.upstreamBodyTimeoutMs', 1, 3_600_000);
   if (l.clientGoneGraceMs !== undefined) limits.clientGoneGraceMs = integer(l.clientGoneGraceMs, 'limits.clientGoneGraceMs', 0, 3_600_000);
@@ -364,9 +457,13 @@ function compileLimits(raw: Json): Limits {
   if (l.clientHeadersTimeoutMs !== undefined) limits.clientHeadersTimeoutMs = integer(l.clientHeadersTimeoutMs, 'limits.clientHeadersTimeoutMs', 100, 3_600_000);
   if (l.clientRequestTimeoutMs !== undefined) limits.clientRequestTimeoutMs = integer(l.clientRequestTimeoutMs, 'limits.clientRequestTimeoutMs', 100, 3_600_000);
   if (l.maxConnections !== undefined) limits.maxConnections = integer(l.maxConnections, 'limits.maxConnections', 1, 1_000_000);
-  // Node refuses a server whose headers may take longer than the whole request.
+  // Node refuses a server whose headers may take longer than the whole request. The message
+  // names the field the file set against the other's value, saying when that is the default.
   if (limits.clientHeadersTimeoutMs > limits.clientRequestTimeoutMs) {
-    throw new ConfigError('limits.clientHeadersTimeoutMs', `must not exceed limits.clientRequestTimeoutMs (${limits.clientRequestTimeoutMs})`);
+    const setting = (name: 'clientHeadersTimeoutMs' | 'clientRequestTimeoutMs'): string =>
+      `limits.${name} (${limits[name]}${l[name] === undefined ? ', its default' : ''})`;
+    if (l.clientHeadersTimeoutMs === undefined) throw new ConfigError('limits.clientRequestTimeoutMs', `must be at least ${setting('clientHeadersTimeoutMs')}`);
+    throw new ConfigError('limits.clientHeadersTimeoutMs', `must not exceed ${setting('clientRequestTimeoutMs')}`);
   }
   return limits;
 }
@@ -449,18 +546,26 @@ function compileLog(raw: Json): Config['log'] {
 }
 
 /**
- * A file that names its own providers but no catalogProvider gets catalogue providers among
- * them: a file with only `providers.openai` is a whole configuration.
+ * The catalogue providers: the file's catalogProvider, each entry it leaves out taking its
+ * default, as a section left out does: the provider of that name (`openai`, `anthropic`), else
+ * the first provider (a file with only `providers.myoai` is a whole configuration).
  */
-function defaultsFollowingProviders(given: Record<string, Json>): Record<string, Json> {
-  if (!isObject(given.providers)) return {};
-  const names = Object.keys(given.providers);
-  const out: Record<string, Json> = {};
-  if (given.catalogProvider === undefined && names.length > 0) {
-    const pick = (preferred: string): string => (names.includes(preferred) ? preferred : names[0]!);
-    out.catalogProvider = { openai: pick('openai'), anthropic: pick('anthropic') };
-  }
-  return out;
+function catalogProviderEntries(given: Json, providers: ReadonlyMap<string, Provider>): Record<string, Json> {
+  const names = [...providers.keys()];
+  const pick = (preferred: string): string => (providers.has(preferred) ? preferred : names[0]!);
+  const defaults = { openai: pick('openai'), anthropic: pick('anthropic') };
+  return given === undefined ? defaults : { ...defaults, ...object(given, 'catalogProvider') };
+}
+
+/**
+ * The built-in catalogue's providers that name no provider of the configuration, and how many
+ * of its entries are left out for it (none with `"builtInModels": false`).
+ */
+function builtInLeftOut(builtIn: boolean, providers: ReadonlyMap<string, Provider>): Config['builtInLeftOut'] {
+  if (!builtIn) return [];
+  const left = new Map<string, number>();
+  for (const m of Object.values(DEFAULT_CONFIG.models)) if (!providers.has(m.provider)) left.set(m.provider, (left.get(m.provider) ?? 0) + 1);
+  return [...left].map(([provider, models]) => ({ provider, models }));
 }
 
 /** Validates a parsed configuration object and compiles it into the tables the server uses. */
@@ -468,7 +573,7 @@ export function compileConfig(raw: Json, file: string | null): Config {
   // A section the file leaves out is the built-in default's: a file that only sets the port
   // keeps the default providers and catalogue.
   const given = object(raw, '(top level)');
-  const c: Record<string, Json> = { ...DEFAULT_CONFIG, ...given, ...defaultsFollowingProviders(given) };
+  const c: Record<string, Json> = { ...DEFAULT_CONFIG, ...given };
   onlyFields(c, '', ['server', 'dataDir', 'providers', 'catalogProvider', 'builtInModels', 'models', 'limits', 'storage', 'admin', 'log']);
   let host = '127.0.0.1';
   let port = 8080;
@@ -486,7 +591,7 @@ export function compileConfig(raw: Json, file: string | null): Config {
   for (const [name, p] of Object.entries(object(c.providers, 'providers'))) providers.set(name, compileProvider(name, p));
   if (providers.size === 0) throw new ConfigError('providers', 'must name at least one provider');
 
-  const cp = object(c.catalogProvider, 'catalogProvider');
+  const cp = catalogProviderEntries(given.catalogProvider, providers);
   onlyFields(cp, 'catalogProvider', ['openai', 'anthropic']);
   const catalogFor = (which: 'openai' | 'anthropic'): Provider => {
     const name = string(cp[which], `catalogProvider.${which}`);
@@ -503,7 +608,34 @@ export function compileConfig(raw: Json, file: string | null): Config {
   for (const m of models.values()) for (const fee of m.price.toolCalls.values()) fallbackToolFee = Math.max(fallbackToolFee, fee);
   for (const m of models.values()) (m.price as { fallbackToolFee: number }).fallbackToolFee = fallbackToolFee;
 
-  return { file, host, port, dataDir, providers, catalogProvider, models, modelsByName, limits: compileLimits(c.limits), storage: compileStorage(c.storage), admin: compileAdmin(c.admin), log: compileLog(c.log) };
+  return {
+    file, host, port, dataDir, providers, catalogProvider, models, modelsByName, builtInLeftOut: builtInLeftOut(c.builtInModels !== false, providers),
+    limits: compileLimits(c.limits), storage: compileStorage(c.storage), admin: compileAdmin(c.admin), log: compileLog(c.log),
+  };
+}
+
+const DEFAULT_FILE = 'tollgate.config.json';
+
+/**
+ * Whether something is at `path`, a symbolic link whose target is missing included: a file that
+ * is there but cannot be read is an error, not an absence that falls back to the defaults.
+ */
+function present(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return true; // cannot be looked at (a directory without search permission): reading it says why
+  }
+}
+
+/** `: a symbolic link to TARGET, which does not exist` when `path` is such a link, else ''. */
+function danglingLink(path: string): string {
+  try {
+    if (!lstatSync(path).isSymbolicLink() || statSync(path, { throwIfNoEntry: false }) !== undefined) return '';
+    return `: a symbolic link to ${readlinkSync(path)}, which does not exist`;
+  } catch {
+    return '';
+  }
 }
 
 /**
@@ -511,15 +643,17 @@ export function compileConfig(raw: Json, file: string | null): Config {
  * ./tollgate.config.json when present, else the built-in defaults.
  */
 export function loadConfig(explicitFile: string | undefined): Config {
-  const file = explicitFile ?? (existsSync('tollgate.config.json') ? 'tollgate.config.json' : undefined);
+  const file = explicitFile ?? (present(DEFAULT_FILE) ? DEFAULT_FILE : undefined);
   if (file === undefined) return compileConfig(structuredClone(DEFAULT_CONFIG), null);
   const path = resolve(file);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(file, `cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+    throw new ConfigError(file, `cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}${danglingLink(path)})`);
   }
+  // Editors on Windows begin a UTF-8 file with a byte order mark, which JSON.parse refuses.
+  if (text.startsWith('\uFEFF')) text = text.slice(1);
   let raw: RawConfig;
   try {
     raw = JSON.parse(text) as RawConfig;

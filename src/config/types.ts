@@ -269,6 +269,12 @@ export interface Config {
   models: ReadonlyMap<string, Model>;
   /** Every id a request may name (each entry's id and its aliases) → its entry. */
   modelsByName: ReadonlyMap<string, Model>;
+  /**
+   * The built-in catalogue's providers (`openai`, `anthropic`) that no provider of the
+   * configuration is named after, with the number of built-in entries left out for it; empty
+   * with `"builtInModels": false`. Said at start-up.
+   */
+  builtInLeftOut: readonly { provider: string; models: number }[];
   limits: Limits;
   storage: { backend: 'lmdb' | 'redis'; redisUrl: string | null; fsync: 'interval' | 'commit'; fsyncIntervalMs: number; retentionDays: number; responseRetentionDays: number };
   /** `portGiven`: the file set admin.port, which opens the listener even without a token. */

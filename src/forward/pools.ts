@@ -1,4 +1,5 @@
 import { Pool } from 'undici';
+import { credentialValue } from '../config/load.js';
 import type { Config, Provider } from '../config/types.js';
 import { Credential, Rotation, type Clock, type RotationListener } from './rotation.js';
 
@@ -16,15 +17,15 @@ export interface Upstream {
 /**
  * One undici Pool per credential (its own origin, `limits.upstreamConnections` connections):
  * connections are kept alive and reused, and a slow or stuck provider, or organisation, can only
- * fill its own pools. A credential whose variable is unset or empty is left out (named at
- * start-up); a provider left with none is never called.
+ * fill its own pools. A credential whose variable is unset or empty (whitespace aside) is left
+ * out (named at start-up); a provider left with none is never called.
  */
 export function buildUpstreams(config: Config, env: NodeJS.ProcessEnv, clock: Clock, listener: RotationListener): Map<string, Upstream> {
   const upstreams = new Map<string, Upstream>();
   for (const provider of config.providers.values()) {
     const credentials: Credential[] = [];
     for (const c of provider.credentials) {
-      const secret = env[c.apiKeyEnv] ?? '';
+      const secret = credentialValue(env, c.apiKeyEnv);
       if (secret.length === 0) continue;
       const pool = new Pool(c.origin, {
         connections: config.limits.upstreamConnections,
