@@ -2,7 +2,8 @@
  * Money is held as integers, never floats.
  *
  * Unit: the nano-dollar (1 nUSD = 10^-9 USD). Balances and costs are plain JS integers in nUSD,
- * exact up to Number.MAX_SAFE_INTEGER nUSD (about 9 million USD per key).
+ * exact up to Number.MAX_SAFE_INTEGER nUSD (about 9 million USD per key), which no balance passes
+ * (MAX_ACCOUNT_AMOUNT, domain/rules.ts).
  *
  * Prices are configured in USD per million tokens. One token at P USD/M costs P * 1000 nUSD, so
  * any price with at most three decimals (0.075, 1.25, 18.75 …) is an exact integer number of nUSD
@@ -83,4 +84,15 @@ export function formatUsd(nano: number): string {
   if (micro === 1_000_000) { whole += 1; micro = 0; }
   const text = `${whole}.${String(micro).padStart(6, '0')}`;
   return negative && (whole > 0 || micro > 0) ? `-${text}` : text;
+}
+
+/**
+ * nUSD → USD exactly, without trailing zeros: "7199.254740991", "5", "0.000000001", "-0.25" (the
+ * form parseUsd reads back). For amounts a message must state to the nano-dollar.
+ */
+export function formatUsdExact(nano: number): string {
+  const abs = Math.abs(nano);
+  const whole = Math.floor(abs / NANO_PER_USD);
+  const frac = String(abs % NANO_PER_USD).padStart(9, '0').replace(/0+$/, '');
+  return `${nano < 0 ? '-' : ''}${whole}${frac === '' ? '' : `.${frac}`}`;
 }

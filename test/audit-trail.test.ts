@@ -5,6 +5,7 @@
  */
 import { hostname } from 'node:os';
 import t from 'tap';
+import { openStore } from '../src/store/store.js';
 import { ADMIN_TOKEN, runCli, startGateway } from './helpers/harness.js';
 
 t.test('audit entries from all three paths', async (t) => {
@@ -26,8 +27,8 @@ t.test('audit entries from all three paths', async (t) => {
   const entries = JSON.parse(listed.stdout);
   const me = `cli@${hostname()}`;
   t.match(entries, [
-    { action: 'key.create', keyId: local.id, actor: me, address: null, detail: { mode: 'credit', balanceUsd: '1.000000' } },
-    { action: 'key.topup', keyId: local.id, actor: me, detail: { usd: '2.000000' } },
+    { action: 'key.create', keyId: local.id, actor: me, address: null, detail: { mode: 'credit', balanceUsd: '1.000000', balanceNanoUsd: 1_000_000_000 } },
+    { action: 'key.topup', keyId: local.id, actor: me, detail: { usd: '2.000000', nanoUsd: 2_000_000_000 } },
     { action: 'key.suspend', keyId: local.id, actor: 'admin-api', address: /127\.0\.0\.1/ },
     { action: 'key.create', keyId: apiKey.id, actor: 'admin-api', address: /127\.0\.0\.1/, detail: { mode: 'token', budgetTokens: 10 } },
     { action: 'model.disable', keyId: null, actor: me, detail: { model: 'gpt-4o' } },
@@ -50,4 +51,33 @@ t.test('audit entries from all three paths', async (t) => {
   const refused = await gw.cli(['keys', 'topup', local.id, '--usd', 'abc']);
   t.equal(refused.code, 2);
   t.equal(JSON.parse((await gw.cli(['audit', '--json'])).stdout).length, 6, 'a refused change leaves no entry');
+});
+
+t.test('amounts are exact in the audit trail, and entries written before read as they were', async (t) => {
+  const gw = await startGateway(t);
+  // keys create --json gives the key's account as well.
+  const k = (await gw.createKey(['--mode', 'credit', '--balance', '0.000000001'])) as { id: string; account: string };
+  t.equal((await gw.cli(['keys', 'topup', k.id, '--usd', '0.000000001'])).code, 0);
+  t.equal((await gw.cli(['keys', 'topup', k.id, '--usd', '12.345678901'])).code, 0);
+  // An entry as top-ups wrote it before the exact amount was added beside the rounded one.
+  const store = await openStore(gw.redis === null ? { backend: 'lmdb', dataDir: gw.dataDir } : { backend: 'redis', url: gw.redis.url });
+  try {
+    await store.audited(() => ({ at: Date.now(), action: 'key.topup', keyId: k.id, actor: 'cli@old', address: null, detail: { usd: '2.000000' } }), () => store.topUp(k.account, 2_000_000_000));
+  } finally {
+    await store.close();
+  }
+
+  const entries = JSON.parse((await gw.cli(['audit', '--key', k.id, '--json'])).stdout);
+  t.match(entries, [
+    { action: 'key.create', detail: { balanceUsd: '0.000000', balanceNanoUsd: 1 } },
+    { action: 'key.topup', detail: { usd: '0.000000', nanoUsd: 1 } },
+    { action: 'key.topup', detail: { usd: '12.345679', nanoUsd: 12_345_678_901 } },
+    { action: 'key.topup', actor: 'cli@old', detail: { usd: '2.000000' } },
+  ], 'the six-decimal amount to read, and the exact one in nano-dollars');
+  t.same(entries[3].detail, { usd: '2.000000' }, 'the earlier entry as written');
+  t.equal(JSON.parse((await gw.cli(['keys', 'show', k.id, '--json'])).stdout).balanceNanoUsd, 14_345_678_903, 'what the entries add up to');
+  const table = (await gw.cli(['audit', '--key', k.id])).stdout.trimEnd().split('\n');
+  t.equal(table.length, 5, 'the table lists all four');
+  t.match(table[2], /key\.topup .* usd=0\.000000 nanoUsd=1$/);
+  t.match(table[4], /key\.topup .* usd=2\.000000$/);
 });

@@ -175,6 +175,12 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
       ['unknown prefix', ['keys', 'suspend', unusedPrefix]],
       ['a whole key that is no key', ['keys', 'show', `gw_live_${'0'.repeat(32)}`]],
       ['--usd with 10 decimals', ['keys', 'topup', credit.id, '--usd', '1.0000000001']],
+      ['--balance past the most a key can hold', ['keys', 'create', '--mode', 'credit', '--balance', '9223372']],
+      ['--budget past the most a key can hold', ['keys', 'create', '--mode', 'token', '--budget', '9007199254740992']],
+      ['a top-up whose sum passes the most a key can hold', ['keys', 'topup', credit.id, '--usd', '9007199.254740991']],
+      ['a top-up in tokens whose sum passes it', ['keys', 'topup', token.id, '--tokens', '9007199254740991']],
+      ['--name with a line break', ['keys', 'create', '--mode', 'credit', '--balance', '1', '--name', 'a\nkey_fake']],
+      ['set --name with a terminal escape', ['keys', 'set', credit.id, '--name', '\u001b[2J']],
       ['a KEY-REF that is neither', ['keys', 'resume', 'my-key']],
       ['extra argument', ['keys', 'show', credit.id, 'extra']],
       ['models enable unknown model', ['models', 'enable', 'gpt-9']],
@@ -213,6 +219,8 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
     }
     const amount = await cli(['keys', 'create', '--mode', 'credit', '--balance', 'abc']);
     t.match(amount.stderr, /must be an amount in USD like 5 or 12\.50, got 'abc'/, '--balance abc: "an amount", as English has it');
+    const large = await cli(['keys', 'create', '--mode', 'credit', '--balance', '9223372']);
+    t.equal(large.stderr, "tollgate: --balance is too large: a key can hold at most 9007199.254740991 USD, got '9223372'\n", 'a well-formed amount past the most: said too large, with the most');
     const help = await runCli(['help']);
     t.equal(help.code, 0, 'tollgate help: exit 0');
     t.match(help.stdout, /tollgate keys create/);

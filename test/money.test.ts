@@ -1,5 +1,5 @@
 import t from 'tap';
-import { formatUsd, NANO_PER_USD, parseUsd, pricePerTokenNano } from '../src/money.js';
+import { formatUsd, formatUsdExact, NANO_PER_USD, parseUsd, pricePerTokenNano } from '../src/money.js';
 
 t.test('prices in USD per million tokens become exact integer nUSD per token', async (t) => {
   t.equal(pricePerTokenNano(0.15), 150);
@@ -71,4 +71,16 @@ t.test('one million charges of 150 nUSD sum to exactly 0.15 USD', async (t) => {
   let floatSpent = 0;
   for (let i = 0; i < 1_000_000; i++) floatSpent += 0.00000015;
   t.not(floatSpent, 0.15, 'float dollars would not be exact');
+});
+
+t.test('formatUsdExact states an amount to the nano-dollar, as parseUsd reads it back', async (t) => {
+  const cases: Array<[number, string]> = [
+    [0, '0'], [1, '0.000000001'], [5_000_000_000, '5'], [12_500_000_000, '12.5'], [7_199_254_740_991, '7199.254740991'],
+    [Number.MAX_SAFE_INTEGER, '9007199.254740991'], [-250_000_000, '-0.25'],
+  ];
+  for (const [nano, text] of cases) {
+    t.equal(formatUsdExact(nano), text, `${nano} nUSD`);
+    if (nano >= 0) t.equal(parseUsd(text), nano, `${text} reads back`);
+  }
+  t.equal(parseUsd('9007199.254740992'), undefined, 'one nano-dollar past the exact range is not an amount parseUsd gives');
 });

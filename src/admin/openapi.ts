@@ -18,6 +18,8 @@ const body = (schema: unknown, required = true): Record<string, unknown> => ({ r
 const usd = { type: 'string', pattern: '^-?\\d+\\.\\d{6}$' };
 const nonNegative = { type: 'integer', minimum: 0 };
 const amountText = (what: string): Record<string, unknown> => ({ description: what, oneOf: [{ type: 'string' }, { type: 'number' }] });
+const MOST = 'A key holds at most 9007199.254740991 USD or 9007199254740991 tokens (exact integers): more is refused, 400 invalid_field';
+const newName = { description: 'no control characters (C0, DEL, C1) nor U+2028, U+2029: refused, 400 invalid_field' };
 
 const keyCommon = {
   id: { type: 'string', pattern: '^key_[0-9a-f]{16}$' },
@@ -126,22 +128,22 @@ export const OPENAPI = {
         type: 'object', additionalProperties: false, required: ['mode'],
         properties: {
           mode: { enum: ['credit', 'token'] },
-          balance: amountText('credit keys: opening balance in USD, as decimal text ("5", "12.50", up to 9 decimals)'),
-          budget: amountText('token keys: the token budget, a whole number'),
+          balance: amountText(`credit keys: opening balance in USD, as decimal text ("5", "12.50", up to 9 decimals). ${MOST}`),
+          budget: amountText(`token keys: the token budget, a whole number. ${MOST}`),
           models: { type: ['array', 'null'], items: { type: 'string' }, description: 'allowlist; absent or null: every enabled model' },
           rpm: { type: ['integer', 'null'], minimum: 1, maximum: 1000000 },
           concurrency: { type: ['integer', 'null'], minimum: 1, maximum: 1000000, description: 'calls in flight at once; absent or null: no limit' },
           expires: { type: ['string', 'null'], description: 'ISO-8601 date or date-time (a bare date: the end of that day, UTC)' },
-          name: { type: ['string', 'null'] },
+          name: { type: ['string', 'null'], ...newName },
         },
       },
       SetKey: {
         type: 'object', additionalProperties: false, minProperties: 1,
-        properties: { models: { type: ['array', 'null'], items: { type: 'string' } }, rpm: { type: ['integer', 'null'], minimum: 1, maximum: 1000000 }, concurrency: { type: ['integer', 'null'], minimum: 1, maximum: 1000000 }, name: { type: 'string' } },
+        properties: { models: { type: ['array', 'null'], items: { type: 'string' } }, rpm: { type: ['integer', 'null'], minimum: 1, maximum: 1000000 }, concurrency: { type: ['integer', 'null'], minimum: 1, maximum: 1000000 }, name: { type: 'string', ...newName } },
       },
       TopUp: {
         type: 'object', additionalProperties: false, minProperties: 1, maxProperties: 1,
-        properties: { usd: amountText('credit keys: USD to add, decimal text'), tokens: amountText('token keys: tokens to add') },
+        properties: { usd: amountText(`credit keys: USD to add, decimal text. ${MOST}, and so is a top-up that would take the balance past it`), tokens: amountText(`token keys: tokens to add. ${MOST}, and so is a top-up that would take the budget past it`) },
       },
       Extend: { type: 'object', additionalProperties: false, required: ['expires'], properties: { expires: { type: 'string', description: 'ISO-8601 date or date-time, or "never"' } } },
       Lookup: { type: 'object', additionalProperties: false, required: ['key'], properties: { key: { type: 'string', pattern: '^gw_live_[0-9a-f]{32}$' } } },

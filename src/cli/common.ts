@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, redisUrlProblem } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { openStore as openBackend, type StorePlan } from '../store/store.js';
 import type { GatewayStore } from '../domain/interfaces.js';
+import { CONTROL_CHARACTERS } from '../issuer/input.js';
 
 /** Bad usage: exit code 2 with this one line on stderr. */
 export class UsageError extends Error {}
@@ -116,9 +117,26 @@ export function wholeNumber(text: string | boolean | undefined, flag: string, mi
   return n;
 }
 
-/** Prints rows as aligned columns. */
+/** The usual escapes; any other such character is written `\xNN` or `\uNNNN`. */
+const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * Text as one line of inert characters: each control character (C0, DEL, C1) and line or
+ * paragraph separator written as an escape (`\n`, `\x1b`, `\u2028`). New names cannot hold them,
+ * but one stored earlier, or an audit entry recording it, must not break a line or move the
+ * cursor and so print a row of its own making.
+ */
+export function printable(text: string): string {
+  return text.replace(new RegExp(CONTROL_CHARACTERS.source, 'g'), (c) => {
+    const code = c.charCodeAt(0);
+    return ESCAPES[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`);
+  });
+}
+
+/** Prints rows as aligned columns, every cell printable (one line each). */
 export function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-  return [line(header), ...rows.map(line)].join('\n');
+  const cells = rows.map((r) => r.map(printable));
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => (r[i] ?? '').length)));
+  const line = (row: string[]): string => row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(header), ...cells.map(line)].join('\n');
 }

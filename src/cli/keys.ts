@@ -4,7 +4,7 @@ import { keyJson } from '../issuer/view.js';
 import { formatUsd } from '../money.js';
 import type { Account, KeyRecord } from '../domain/types.js';
 import { keyState } from '../usage/api.js';
-import { configFrom, openStore, parse, table, UsageError, type Options, type Parsed } from './common.js';
+import { configFrom, openStore, parse, printable, table, UsageError, type Options, type Parsed } from './common.js';
 import { adminUrlFrom, localIssuer, remoteIssuer, type IssuerClient } from './issuer-client.js';
 import { debtOf, debtPaidBy } from '../usage/debt.js';
 import { KEYS_USAGE } from './usage-text.js';
@@ -70,7 +70,7 @@ function describe(key: KeyRecord, account: Account | undefined): string {
   const rows: [string, string][] = [
     ['id', key.id],
     ['prefix', key.prefix],
-    ['name', key.name ?? '-'],
+    ['name', key.name === null ? '-' : printable(key.name)],
     ['mode', key.mode],
     ['status', statusText(key, account)],
     [key.mode === 'credit' ? 'balance' : 'budget', money(account)],

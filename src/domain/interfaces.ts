@@ -121,8 +121,13 @@ export interface IssuerStore {
   fitsAccount(account: string, hash: string): boolean;
   /** Applies `change` to a key atomically; resolves to the new record (undefined if no such key). */
   updateKey(id: string, change: (key: KeyRecord) => KeyRecord): Promise<KeyRecord | undefined>;
-  /** Adds nUSD (credit) or tokens (token) to an account. */
-  topUp(accountId: string, amount: number): Promise<Account | undefined>;
+  /**
+   * Adds nUSD (credit) or tokens (token) to an account, checked against the stored amount in the
+   * same transaction (or script): a sum that would pass MAX_ACCOUNT_AMOUNT is not made, and
+   * neither is its audit entry (`added: false`, the account as it is). Undefined without such
+   * an account.
+   */
+  topUp(accountId: string, amount: number): Promise<{ added: boolean; account: Account } | undefined>;
   modelSwitch(id: string): Promise<boolean | undefined>;
   setModelSwitch(id: string, enabled: boolean): Promise<boolean>;
   /** Runs one issuer change (a method above) and records `entry(result)` atomically with it. */

@@ -24,6 +24,21 @@ export function fundsRefusal(account: Account | undefined): 'insufficient_credit
   return account.usedTokens + account.held >= account.budgetTokens ? 'token_budget_exhausted' : null;
 }
 
+/**
+ * The most an account may hold: a balance in nUSD, a budget in tokens. Past it a JS number (and
+ * a double in the Redis scripts) no longer holds every integer, so a sum could lose units
+ * silently: a key is never created with more, and a top-up that would take it past is refused.
+ */
+export const MAX_ACCOUNT_AMOUNT = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Whether adding `amount` to `current` (both safe integers) would pass MAX_ACCOUNT_AMOUNT,
+ * worked out without the sum itself, which may not be exact.
+ */
+export function passesMaxAmount(current: number, amount: number): boolean {
+  return current > MAX_ACCOUNT_AMOUNT - amount;
+}
+
 /** Step 9: the model must be on the key's allowlist when it has one. */
 export function modelAllowed(key: KeyRecord, model: string): boolean {
   return key.models === null || key.models.length === 0 || key.models.includes(model);

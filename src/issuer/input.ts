@@ -1,5 +1,6 @@
 import type { Config } from '../config/types.js';
-import { parseUsd } from '../money.js';
+import { formatUsdExact, parseUsd } from '../money.js';
+import { MAX_ACCOUNT_AMOUNT } from '../domain/rules.js';
 import type { KeyMode } from '../domain/types.js';
 import { fieldError, IssuerError } from './errors.js';
 import { parseExpiry } from '../issuer/expiry.js';
@@ -21,18 +22,40 @@ export function wholeField(value: unknown, field: string, min: number, max = Num
   if (typeof value !== 'string' && typeof value !== 'number') throw fieldError('invalid_field', field, 'needs a whole number');
   const n = parseWhole(value, min, max);
   if (n !== undefined) return n;
-  if (parseWhole(value, 0) === undefined) throw fieldError('invalid_field', field, `needs a whole number, got '${String(value)}'`);
+  if (wholeValue(value) === undefined) throw fieldError('invalid_field', field, `needs a whole number, got '${String(value)}'`);
   throw fieldError('invalid_field', field, `must be from ${min} to ${max}`);
 }
 
-/** Decimal USD, exactly, as nUSD: "5", "12.50", up to 9 decimals. */
+/**
+ * A whole number as written, whatever its size (digits, or a JSON integer), else undefined: one
+ * too large to be exact is still well formed, and is refused as too large, not as malformed.
+ */
+function wholeValue(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isInteger(value) && value >= 0 ? value : undefined;
+  return typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : undefined;
+}
+
+/** A budget or a top-up in tokens: a whole number, at most what a key can hold. */
+function tokensField(value: unknown, field: string, min: number): number {
+  const n = wholeValue(value);
+  if (n !== undefined && n > MAX_ACCOUNT_AMOUNT) throw tooLarge(field, String(value), `${MAX_ACCOUNT_AMOUNT} tokens`);
+  return wholeField(value, field, min);
+}
+
+/** Decimal USD, exactly, as nUSD: "5", "12.50", up to 9 decimals, at most what a key can hold. */
 export function usdField(value: unknown, field: string, positive: boolean): number {
   const text = typeof value === 'number' && Number.isFinite(value) ? String(value) : value;
   if (typeof text !== 'string') throw fieldError('invalid_field', field, 'needs an amount in USD like 5 or 12.50');
   if (/^\s*\d+\.\d{10,}\s*$/.test(text)) throw fieldError('invalid_field', field, `has more than 9 decimals ('${text}'): amounts are exact to the nano-dollar, 0.000000001 USD`);
   const nano = parseUsd(text);
+  // Well formed but past the exact range (parseUsd gives up on it): said as such.
+  if (nano === undefined && /^\d+(?:\.\d{1,9})?$/.test(text.trim())) throw tooLarge(field, text, `${formatUsdExact(MAX_ACCOUNT_AMOUNT)} USD`);
   if (nano === undefined || (positive && nano === 0)) throw fieldError('invalid_field', field, `must be ${positive ? 'a positive' : 'an'} amount in USD like 5 or 12.50, got '${text}'`);
   return nano;
+}
+
+function tooLarge(field: string, text: string, most: string): IssuerError {
+  return fieldError('invalid_field', field, `is too large: a key can hold at most ${most}, got '${text}'`);
 }
 
 /**
@@ -71,8 +94,17 @@ export function expiresField(value: unknown, allowNever: boolean): number | null
   return parseExpiry(value);
 }
 
+/**
+ * Characters a key's name may not hold: C0 and C1 controls, DEL, and the line and paragraph
+ * separators. Each breaks a line, moves the cursor or recolours a terminal, so a name holding one
+ * could make `keys list` or `audit` print a row of its own making.
+ */
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
 function nameField(value: unknown): string {
   if (typeof value !== 'string') throw fieldError('invalid_field', 'name', 'needs a text');
+  const bad = CONTROL_CHARACTERS.exec(value);
+  if (bad !== null) throw fieldError('invalid_field', 'name', `must not contain control characters or line breaks (U+${bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at character ${bad.index + 1})`);
   return value;
 }
 
@@ -102,7 +134,7 @@ export function createPlan(input: CreateInput, config: Config | null): CreatePla
   } else {
     if (input.balance !== undefined) throw new IssuerError('conflicting_fields', 'balance', (n) => `${n('balance')} is for credit keys; token keys take ${n('budget')} TOKENS`);
     if (input.budget === undefined) throw new IssuerError('missing_field', 'budget', (n) => `a token key needs ${n('budget')} TOKENS`);
-    amount = wholeField(input.budget, 'budget', 0);
+    amount = tokensField(input.budget, 'budget', 0);
   }
   return {
     mode,
@@ -139,6 +171,6 @@ export function topUpPlan(input: { usd?: unknown; tokens?: unknown }): TopUpPlan
   }
   return {
     usdNano: input.usd === undefined ? null : usdField(input.usd, 'usd', true),
-    tokens: input.tokens === undefined ? null : wholeField(input.tokens, 'tokens', 1),
+    tokens: input.tokens === undefined ? null : tokensField(input.tokens, 'tokens', 1),
   };
 }

@@ -2,8 +2,9 @@ import { hostname } from 'node:os';
 import { displayPrefix, generateKey, hashKey, isWellFormedKey } from '../auth/keys.js';
 import type { Config } from '../config/types.js';
 import { hasCredential } from '../config/load.js';
-import { formatUsd } from '../money.js';
+import { formatUsd, formatUsdExact } from '../money.js';
 import type { IssuerStore } from '../domain/interfaces.js';
+import { MAX_ACCOUNT_AMOUNT } from '../domain/rules.js';
 import type { Account, AuditEntry, KeyRecord, KeyStatus } from '../domain/types.js';
 import { IssuerError } from './errors.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from './input.js';
@@ -24,6 +25,10 @@ export function localActor(): Actor {
 export interface KeyWithAccount { key: KeyRecord; account: Account | undefined }
 export interface NewSecret extends KeyWithAccount { secret: string }
 
+/**
+ * An audit entry. A USD amount in its detail is given twice, as keys show a balance: in six
+ * decimals to read (`usd`, `balanceUsd`) and exactly in nano-dollars (`nanoUsd`, `balanceNanoUsd`).
+ */
 function entry(actor: Actor, action: string, keyId: string | null, detail: Record<string, unknown>): AuditEntry {
   return { at: Date.now(), action, keyId, actor: actor.actor, address: actor.address, detail };
 }
@@ -59,7 +64,7 @@ async function withAccount(store: IssuerStore, key: KeyRecord): Promise<KeyWithA
 export async function createKey(store: IssuerStore, plan: CreatePlan, actor: Actor): Promise<NewSecret> {
   const secret = generateKey();
   const key = await store.audited(
-    (k: KeyRecord) => entry(actor, 'key.create', k.id, { mode: plan.mode, ...(plan.mode === 'credit' ? { balanceUsd: formatUsd(plan.amount) } : { budgetTokens: plan.amount }), models: plan.models, rpm: plan.rpm, concurrency: plan.concurrency, expiresAt: iso(plan.expiresAt), name: plan.name }),
+    (k: KeyRecord) => entry(actor, 'key.create', k.id, { mode: plan.mode, ...(plan.mode === 'credit' ? { balanceUsd: formatUsd(plan.amount), balanceNanoUsd: plan.amount } : { budgetTokens: plan.amount }), models: plan.models, rpm: plan.rpm, concurrency: plan.concurrency, expiresAt: iso(plan.expiresAt), name: plan.name }),
     () => store.createKey({ hash: hashKey(secret), prefix: displayPrefix(secret), name: plan.name, mode: plan.mode, models: plan.models, rpm: plan.rpm, concurrency: plan.concurrency, expiresAt: plan.expiresAt, amount: plan.amount }),
   );
   return { ...(await withAccount(store, key)), secret };
@@ -84,8 +89,21 @@ export async function topUp(store: IssuerStore, ref: string, plan: TopUpPlan, ac
   if (key.mode === 'credit' && plan.usdNano === null) throw new IssuerError('wrong_key_mode', 'tokens', (n) => `${key.id} is a credit key: top it up with ${n('usd')}, not ${n('tokens')}`);
   if (key.mode === 'token' && plan.tokens === null) throw new IssuerError('wrong_key_mode', 'usd', (n) => `${key.id} is a token key: top it up with ${n('tokens')}, not ${n('usd')}`);
   const amount = (plan.usdNano ?? plan.tokens)!;
-  await store.audited(() => entry(actor, 'key.topup', key.id, key.mode === 'credit' ? { usd: formatUsd(amount) } : { tokens: amount }), () => store.topUp(key.account, amount));
+  const done = await store.audited(() => entry(actor, 'key.topup', key.id, key.mode === 'credit' ? { usd: formatUsd(amount), nanoUsd: amount } : { tokens: amount }), () => store.topUp(key.account, amount));
+  if (done !== undefined && !done.added) throw overTheMost(key, amount, done.account);
   return withAccount(store, key);
+}
+
+/**
+ * A top-up the store refused because the sum would pass MAX_ACCOUNT_AMOUNT: the most a key can
+ * hold, and how much can still be added to this one.
+ */
+function overTheMost(key: KeyRecord, amount: number, account: Account): IssuerError {
+  const credit = key.mode === 'credit';
+  const room = Math.max(0, MAX_ACCOUNT_AMOUNT - (credit ? account.balanceNano : account.budgetTokens));
+  const field = credit ? 'usd' : 'tokens';
+  const text = (n: number): string => (credit ? `${formatUsdExact(n)} USD` : `${n} tokens`);
+  return new IssuerError('invalid_field', field, (n) => `${n(field)}: adding ${text(amount)} would take the ${credit ? 'balance' : 'budget'} of ${key.id} past ${text(MAX_ACCOUNT_AMOUNT)}, the most a key can hold; ${room === 0 ? 'nothing more can be added' : `at most ${text(room)} can be added`}`);
 }
 
 export async function extend(store: IssuerStore, ref: string, expiresAt: number | null, actor: Actor): Promise<KeyWithAccount> {

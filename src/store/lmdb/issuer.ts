@@ -1,4 +1,5 @@
 import type { Database } from 'lmdb';
+import { passesMaxAmount } from '../../domain/rules.js';
 import type { Account, AuditEntry, KeyRecord, NewKey } from '../../domain/types.js';
 import { PendingAudit } from '../audit.js';
 import { newId } from '../common.js';
@@ -143,16 +144,21 @@ export class LmdbIssuer extends LmdbEnvironment {
     });
   }
 
-  /** Adds nUSD (credit) or tokens (token) to an account. */
-  topUp(accountId: string, amount: number): Promise<Account | undefined> {
+  /** Adds nUSD (credit) or tokens (token) to an account, unless the sum would pass MAX_ACCOUNT_AMOUNT. */
+  topUp(accountId: string, amount: number): Promise<{ added: boolean; account: Account } | undefined> {
     return this.writeNow(() => {
       const acct = this.accountOf(accountId);
       if (!acct) return undefined;
+      if (passesMaxAmount(acct.mode === 'credit' ? acct.balanceNano : acct.budgetTokens, amount)) {
+        // Nothing changes, so nothing is audited: the pending entry is dropped.
+        this.pendingAudit.take();
+        return { added: false, account: acct };
+      }
       const next = acct.mode === 'credit'
         ? { ...acct, balanceNano: acct.balanceNano + amount }
         : { ...acct, budgetTokens: acct.budgetTokens + amount };
       this.accounts.put(accountId, accountToRow(next));
-      return next;
+      return { added: true, account: next };
     });
   }
 

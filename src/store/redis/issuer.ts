@@ -1,3 +1,4 @@
+import { MAX_ACCOUNT_AMOUNT } from '../../domain/rules.js';
 import type { Account, AuditEntry, KeyRecord, NewKey } from '../../domain/types.js';
 import { PendingAudit } from '../audit.js';
 import { newId } from '../common.js';
@@ -82,13 +83,15 @@ export class RedisIssuer extends RedisConnection {
     }
   }
 
-  async topUp(accountId: string, amount: number): Promise<Account | undefined> {
+  /** Adds to an account in one script, which refuses (writing nothing, not even the entry) a sum past MAX_ACCOUNT_AMOUNT. */
+  async topUp(accountId: string, amount: number): Promise<{ added: boolean; account: Account } | undefined> {
     const e = this.pendingAudit.take()?.(undefined);
     // The entry goes to the audit trail of the key it names (in the account's slot).
     const hash = e?.keyId ? await this.client.hget(IDS, e.keyId) : null;
     const auditList = hash === null ? auditName(accountId) : auditName(hash);
-    const done = await this.s.tgTopup(accountName(accountId), auditList, String(amount), this.auditJson(e));
-    return done === 1 ? this.account(accountId) : undefined;
+    const done = await this.s.tgTopup(accountName(accountId), auditList, String(amount), this.auditJson(e), String(MAX_ACCOUNT_AMOUNT));
+    const account = done === 0 ? undefined : await this.account(accountId);
+    return account === undefined ? undefined : { added: done === 1, account };
   }
 
   async modelSwitch(id: string): Promise<boolean | undefined> {

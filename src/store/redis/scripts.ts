@@ -280,11 +280,17 @@ if ARGV[3] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[3]) end
 return 1
 `;
 
-/** KEYS: account, audit list   ARGV: amount, audit JSON or ''   → 1, or 0 without such an account */
+/**
+ * KEYS: account, audit list   ARGV: amount, audit JSON or '', the most an account may hold
+ * → 1, 0 without such an account, or 2 (nothing written) when the sum would pass the most. The
+ * check compares the stored amount with most − amount, both exact as doubles, never the sum.
+ */
 export const TOPUP = `
 local m = redis.call('HGET', KEYS[1], 'm')
 if not m then return 0 end
-redis.call('HINCRBY', KEYS[1], m == '0' and 'bal' or 'bud', ARGV[1])
+local field = m == '0' and 'bal' or 'bud'
+if tonumber(redis.call('HGET', KEYS[1], field)) > tonumber(ARGV[3]) - tonumber(ARGV[1]) then return 2 end
+redis.call('HINCRBY', KEYS[1], field, ARGV[1])
 if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[2]) end
 return 1
 `;
