@@ -6,6 +6,7 @@ import type { KeyWithAccount, ModelView } from '../issuer/operations.js';
 import type { GatewayStore } from '../domain/interfaces.js';
 import type { Account, KeyRecord, KeyStatus } from '../domain/types.js';
 import { UsageError } from './common.js';
+import { formatUsdExact } from '../money.js';
 
 /**
  * What `tollgate keys|models|audit` do, behind one interface: on the store directly (local), or
@@ -81,10 +82,6 @@ function fromJson(j: Record<string, any>): KeyWithAccount {
   return { key, account };
 }
 
-function nanoText(nano: number): string {
-  return `${Math.floor(nano / 1e9)}.${String(nano % 1e9).padStart(9, '0')}`;
-}
-
 export function remoteIssuer(base: string): IssuerClient {
   const token = process.env.TOLLGATE_ADMIN_TOKEN ?? '';
   async function call(method: string, path: string, body?: unknown): Promise<any> {
@@ -133,14 +130,14 @@ export function remoteIssuer(base: string): IssuerClient {
     async createKey(plan) {
       return withSecret(await call('POST', '/admin/v1/keys', {
         mode: plan.mode,
-        ...(plan.mode === 'credit' ? { balance: nanoText(plan.amount) } : { budget: plan.amount }),
+        ...(plan.mode === 'credit' ? { balance: formatUsdExact(plan.amount) } : { budget: plan.amount }),
         models: plan.models, rpm: plan.rpm, concurrency: plan.concurrency, expires: plan.expiresAt === null ? null : new Date(plan.expiresAt).toISOString(), name: plan.name,
       }));
     },
     listKeys: async () => ((await call('GET', '/admin/v1/keys')) as any[]).map(fromJson),
     showKey: (ref) => keyCall('GET', ref, ''),
     setStatus: (ref, status) => keyCall('POST', ref, status === 'suspended' ? '/suspend' : '/resume'),
-    topUp: (ref, plan) => keyCall('POST', ref, '/topup', plan.usdNano !== null ? { usd: nanoText(plan.usdNano) } : { tokens: plan.tokens }),
+    topUp: (ref, plan) => keyCall('POST', ref, '/topup', plan.usdNano !== null ? { usd: formatUsdExact(plan.usdNano) } : { tokens: plan.tokens }),
     extend: (ref, expiresAt) => keyCall('POST', ref, '/extend', { expires: expiresAt === null ? 'never' : new Date(expiresAt).toISOString() }),
     updateSettings: (ref, plan) => keyCall('PATCH', ref, '', plan),
     async rotate(ref) {
