@@ -4,7 +4,7 @@
  * public listener answers /healthz and /readyz but nothing else of the admin listener.
  */
 import t from 'tap';
-import { ADMIN_TOKEN, startGateway } from './helpers/harness.js';
+import { ADMIN_TOKEN, runCli, startGateway } from './helpers/harness.js';
 
 t.test('token required under /admin/v1/, not for health, readiness and metrics', async (t) => {
   const gw = await startGateway(t, { admin: true });
@@ -61,4 +61,13 @@ t.test('an admin port without a token: every /admin/v1/ request is 401', async (
     t.equal((await r.json()).error.code, 'invalid_admin_token');
   }
   t.equal((await fetch(`${gw.admin}/healthz`)).status, 200);
+});
+
+t.test('an admin token read from a file, with its newline, works on both sides', async (t) => {
+  const gw = await startGateway(t, { admin: true, env: { TOLLGATE_ADMIN_TOKEN: `${ADMIN_TOKEN}\n` } });
+  const ok = await fetch(`${gw.admin}/admin/v1/keys`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  t.equal(ok.status, 200, 'the server compares the token without its newline');
+  const r = await runCli(['keys', 'list', '--json', '--admin-url', gw.admin!], { TOLLGATE_ADMIN_TOKEN: `  ${ADMIN_TOKEN}\r\n` });
+  t.equal(r.code, 0, `the remote command line sends it without its whitespace (${r.stderr.trim()})`);
+  t.same(JSON.parse(r.stdout), [], 'and is answered');
 });

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { credentialValue } from '../config/load.js';
 import type { Config, Provider } from '../config/types.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from '../issuer/input.js';
 import * as ops from '../issuer/operations.js';
@@ -83,7 +84,8 @@ function fromJson(j: Record<string, any>): KeyWithAccount {
 }
 
 export function remoteIssuer(base: string): IssuerClient {
-  const token = process.env.TOLLGATE_ADMIN_TOKEN ?? '';
+  // Trimmed as the server trims its own (serve.ts): the same variable set from the same file.
+  const token = credentialValue(process.env, 'TOLLGATE_ADMIN_TOKEN');
   async function call(method: string, path: string, body?: unknown): Promise<any> {
     let res: Response;
     try {

@@ -65,7 +65,8 @@ export async function serveCommand(args: string[]): Promise<void> {
   const plan = storePlanFrom(values, configured);
   if (host.length === 0) throw new UsageError('--host must not be empty');
   const adminPort = values['admin-port'] === undefined ? configured.admin.port : wholeNumber(values['admin-port'], '--admin-port', 0, 65535);
-  const token = process.env[configured.admin.tokenEnv] || undefined;
+  // Read as a provider credential is: a token taken from a file often ends in a newline.
+  const token = credentialValue(process.env, configured.admin.tokenEnv) || undefined;
   const admin: AdminPlan | null = token !== undefined || values['admin-port'] !== undefined || configured.admin.portGiven
     ? { host: configured.admin.host, port: adminPort, token }
     : null;
