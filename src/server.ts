@@ -12,7 +12,7 @@ import { continuedResponses, isResponseId } from './formats/responses.js';
 import { TopLevelScanner } from './formats/top-level-scanner.js';
 import { Exchange, type UpstreamRequest } from './forward/exchange.js';
 import { emptyList, ModelListing, modelListFormat, modelListPath, type ModelListFormat } from './forward/model-list.js';
-import { allCredentials, buildUpstreams, closeUpstreams, queuedCalls, type Upstream } from './forward/pools.js';
+import { allCredentials, buildUpstreams, closeUpstreams, queuedCalls, unsetCredentials, type Upstream } from './forward/pools.js';
 import type { Clock, Credential, NotInRotation } from './forward/rotation.js';
 import { bodyAtHand, InspectorFault, readBody, REFUSED, TOO_LARGE, type BodyOutcome } from './http/body.js';
 import { clientErrorHandler } from './http/client-error.js';
@@ -84,7 +84,7 @@ export function createGateway(config: Config, store: GatewayStore, options: Gate
     return list;
   });
   options.metrics?.watchUpstreamQueues(() => queuedCalls(upstreams));
-  options.metrics?.watchCredentials(allCredentials(upstreams), clock);
+  options.metrics?.watchCredentials(allCredentials(upstreams), clock, unsetCredentials(config, options.env ?? process.env));
   const upstreamOf = (providerName: string): Upstream => upstreams.get(providerName)!;
   const catalog = { openai: upstreamOf(config.catalogProvider.openai.name), anthropic: upstreamOf(config.catalogProvider.anthropic.name) };
   /** The ids (and aliases) of the catalogue's models whose provider has its credential: the only ones GET /models may list. */

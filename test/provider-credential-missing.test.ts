@@ -18,6 +18,9 @@ t.test('unset ANTHROPIC_API_KEY: named, listed unusable, model_not_available, no
   t.same(await models.json(), { data: [], has_more: false, first_id: null, last_id: null }, 'its catalogue is empty, not fetched');
   t.equal(gw.mock.requests.length, 0, 'nothing reached the provider');
   t.equal((await post(`${gw.base}/v1/chat/completions`, key, { model: 'gpt-4o-mini', messages: [] })).status, 200, 'the other provider works');
+  const metrics = await (await fetch(`${gw.admin}/metrics`)).text();
+  t.match(metrics, /^tollgate_upstream_credential_up\{provider="anthropic",credential="default"\} 0$/m, 'its credential shows as down in the metrics, not absent');
+  t.match(metrics, /^tollgate_upstream_credential_up\{provider="openai",credential="default"\} 1$/m, 'the other\'s as up');
 
   // Through the admin API, the running server's own verdict.
   const remote = (args: string[]): ReturnType<typeof runCli> => runCli([...args, '--admin-url', gw.admin!], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN });

@@ -49,6 +49,15 @@ export function buildUpstreams(config: Config, env: NodeJS.ProcessEnv, clock: Cl
 }
 
 /** Every credential of every provider, in the config's order. */
+/** The credentials buildUpstreams left out, their variable unset or empty: never sent, so never in rotation. */
+export function unsetCredentials(config: Config, env: NodeJS.ProcessEnv): Array<{ provider: string; name: string }> {
+  const unset: Array<{ provider: string; name: string }> = [];
+  for (const provider of config.providers.values()) {
+    for (const c of provider.credentials) if (credentialValue(env, c.apiKeyEnv).length === 0) unset.push({ provider: provider.name, name: c.name });
+  }
+  return unset;
+}
+
 export function allCredentials(upstreams: Map<string, Upstream>): Credential[] {
   return [...upstreams.values()].flatMap((u) => u.rotation.credentials);
 }

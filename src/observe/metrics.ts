@@ -211,8 +211,10 @@ export class Metrics {
    * read from their state against `clock` — both when scraped, so the request path does nothing
    * for them. Every series exists from the start (at 0). Across a cluster's workers the counts
    * are summed and the gauge is the minimum: a credential one worker sees resting is shown down.
+   * A configured credential whose variable is unset (`unset`) is never sent, and shown at 0: an
+   * alert on the gauge sees it, where a missing series would say nothing.
    */
-  watchCredentials(credentials: readonly Credential[], clock: Clock): void {
+  watchCredentials(credentials: readonly Credential[], clock: Clock, unset: ReadonlyArray<{ provider: string; name: string }> = []): void {
     const registers = [this.registry];
     new Counter({
       name: 'tollgate_upstream_attempts_total', help: 'Sends to a provider, by provider, credential and outcome (ok: answered other than 401, 429 and 5xx; connect_error: no answer).',
@@ -228,6 +230,7 @@ export class Metrics {
       collect(this: Gauge<string>) {
         const now = clock();
         for (const c of credentials) this.set({ provider: c.provider, credential: c.name }, c.up(now) ? 1 : 0);
+        for (const c of unset) this.set({ provider: c.provider, credential: c.name }, 0);
       },
     });
   }
