@@ -205,6 +205,11 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
     t.equal(bare.code, 2, 'no command at all: exit 2');
     t.match(bare.stderr, /^tollgate: a command is needed[^\n]*\n$/, 'with one line saying so');
     for (const command of ['serve', 'keys', 'models', 'audit', 'store', 'demo', 'help']) t.match(bare.stderr, new RegExp(`\\b${command}\\b`), `the line names ${command}`);
+    for (const args of [['--bogus'], ['--bogus=1', 'keys', 'list'], ['--data', dir, '--verbose', 'keys', 'list']]) {
+      const r = await runCli(args);
+      t.equal(r.code, 2, `${args.join(' ')}: exit 2`);
+      t.match(r.stderr, /^tollgate: unknown option '--(bogus|verbose)' before the command \(global options: [^\n]*\n$/, `${args.join(' ')}: one line calling it an option, not a command`);
+    }
     // An admin URL that cannot be one is bad usage too, named by where it came from (the
     // option wins over the variable, so these run without the remote mode's own --admin-url).
     const adminUrls: Array<[string, string[], NodeJS.ProcessEnv, RegExp]> = [

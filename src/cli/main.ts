@@ -82,6 +82,8 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write(`${USAGE}\n`);
       return;
     default:
+      // An option before any command is one that no command takes there (the global ones were split off).
+      if (command.startsWith('-')) throw new UsageError(`unknown option '${command.split('=')[0]}' before the command (global options: --config, --data, --redis, --admin-url; try: tollgate help)`);
       throw new UsageError(`unknown command '${command}' (try: tollgate help)`);
   }
 }
