@@ -15,7 +15,7 @@ export const BODY = String.raw`<main id="main">
       <input id="key" type="password" autocomplete="off" autocapitalize="off" autocorrect="off" spellcheck="false" placeholder="gw_live_…" aria-describedby="key-hint problem">
       <button type="button" id="reveal" class="secondary" aria-controls="key" aria-pressed="false" aria-label="Show key">Show</button>
     </div>
-    <p id="key-hint" class="hint">The key is sent only to this gateway, in a request header; it never goes into a web address. It is kept in this tab only, unless you tick “Remember on this device”.</p>
+    <p id="key-hint" class="hint">The key is sent only to this gateway, in a request header; it never goes into a web address. It is kept only while this page is open (a reload forgets it), unless you tick “Remember on this device”.</p>
   </div>
   <div class="check">
     <input type="checkbox" id="remember">
