@@ -82,12 +82,18 @@ t.test('a provider whose only credential is rate limited: its 429 passes through
   t.equal(again.status, 429, 'the next call gets the same 429');
   t.equal(again.text, refused.text, 'the same body');
   t.equal(gw.mocks.solo!.requests.length, 1, 'without a send');
+  t.equal(refused.headers.get('retry-after'), null, 'the provider\'s own retry-after is not passed on');
+  t.equal(again.headers.get('retry-after'), '30', 'the 429 answered again says when a call can go out: the rest\'s 30 s');
+  await gw.advance(12_500);
+  const later = await post(`${gw.base}${CHAT}`, account!.key, chatBody());
+  t.equal(later.headers.get('retry-after'), '18', '12.5 s later, the 17.5 s left, rounded up');
+  t.equal(gw.mocks.solo!.requests.length, 1, 'still without a send');
   const usage = await (await fetch(`${gw.base}/usage/api`, { headers: { authorization: `Bearer ${account!.key}` } })).json() as any;
-  t.same(usage.requests.map((r: any) => [r.status, r.costNanoUsd, r.attempts]).sort(), [[429, 0, 0], [429, 0, 1]], 'both recorded at zero cost (the second with no send)');
+  t.same(usage.requests.map((r: any) => [r.status, r.costNanoUsd, r.attempts]).sort(), [[429, 0, 0], [429, 0, 0], [429, 0, 1]], 'each recorded at zero cost (those answered again with no send)');
   t.equal(usage.key.balanceNanoUsd, 1e9, 'nothing charged');
 
   gw.mocks.solo!.answerAll();
-  await gw.advance(30_000);
+  await gw.advance(17_500);
   const ok = await post(`${gw.base}${CHAT}`, account!.key, chatBody());
   t.equal(ok.status, 200, 'after 30 s the call goes out and is answered');
   t.equal(gw.mocks.solo!.requests.length, 2, 'sent');

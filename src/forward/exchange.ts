@@ -234,6 +234,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
     this.headersReceived = true;
     this.contentType = refusal.contentType;
     this.responseHeaders = clientResponseHeaders({ contentType: refusal.contentType, requestId: undefined }, this.requestId, false);
+    if (refusal.retryAfter !== undefined) this.responseHeaders.push('retry-after', String(refusal.retryAfter));
     this.held = [refusal.body];
     this.heldBytes = refusal.body.length;
     this.ended();

@@ -42,6 +42,11 @@ export interface KeptAnswer {
   status: number;
   contentType: string | undefined;
   body: Buffer;
+  /**
+   * As answered again: whole seconds until a credential may next be sent the call (the soonest
+   * end of their rests), given to the client as `retry-after`; undefined while any is out.
+   */
+  retryAfter?: number;
 }
 
 /**
@@ -325,7 +330,15 @@ export class Rotation {
         refusal = rest.answer;
       }
     }
-    return refusal;
+    if (typeof refusal !== 'object' || model === null) return refusal;
+    // A provider's 429 answered again: when the call could next be sent, as the provider would
+    // have said in the `retry-after` the client never sees (its headers are not passed on).
+    let soonest = Infinity;
+    for (const c of credentials) {
+      if (c.out !== null) return refusal;
+      soonest = Math.min(soonest, Math.max(c.restUntil, c.modelRests.get(model)?.until ?? 0));
+    }
+    return soonest === Infinity ? refusal : { ...refusal, retryAfter: Math.max(1, Math.ceil((soonest - now) / 1000)) };
   }
 
   /** Every credential not in rotation now, and why (appended to `into`). */
