@@ -48,7 +48,6 @@ export function buildUpstreams(config: Config, env: NodeJS.ProcessEnv, clock: Cl
   return upstreams;
 }
 
-/** Every credential of every provider, in the config's order. */
 /** The credentials buildUpstreams left out, their variable unset or empty: never sent, so never in rotation. */
 export function unsetCredentials(config: Config, env: NodeJS.ProcessEnv): Array<{ provider: string; name: string }> {
   const unset: Array<{ provider: string; name: string }> = [];
@@ -58,6 +57,7 @@ export function unsetCredentials(config: Config, env: NodeJS.ProcessEnv): Array<
   return unset;
 }
 
+/** Every credential of every provider, in the config's order. */
 export function allCredentials(upstreams: Map<string, Upstream>): Credential[] {
   return [...upstreams.values()].flatMap((u) => u.rotation.credentials);
 }
