@@ -5,6 +5,9 @@
  * bodies validate against these schemas.
  */
 
+import { MAX_ACCOUNT_AMOUNT } from '../domain/rules.js';
+import { formatUsdExact } from '../money.js';
+
 const ref = (name: string): { $ref: string } => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: unknown): Record<string, unknown> => ({ 'application/json': { schema } });
 const errors = (...statuses: number[]): Record<string, unknown> =>
@@ -18,7 +21,7 @@ const body = (schema: unknown, required = true): Record<string, unknown> => ({ r
 const usd = { type: 'string', pattern: '^-?\\d+\\.\\d{6}$' };
 const nonNegative = { type: 'integer', minimum: 0 };
 const amountText = (what: string): Record<string, unknown> => ({ description: what, oneOf: [{ type: 'string' }, { type: 'number' }] });
-const MOST = 'A key holds at most 9007199.254740991 USD or 9007199254740991 tokens (exact integers): more is refused, 400 invalid_field';
+const MOST = `A key holds at most ${formatUsdExact(MAX_ACCOUNT_AMOUNT)} USD or ${MAX_ACCOUNT_AMOUNT} tokens (exact integers): more is refused, 400 invalid_field`;
 const newName = { description: 'no control characters (C0, DEL, C1) nor U+2028, U+2029: refused, 400 invalid_field' };
 
 const keyCommon = {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { isSea } from 'node:sea';
 import { createAdminServer } from '../admin/listener.js';
 import type { Readiness } from '../admin/health.js';
-import { credentialValue, unsendableCredentials } from '../config/load.js';
+import { credentialValue, missingCredentials, unsendableCredentials } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { createGateway } from '../server.js';
 import { errorText, log } from '../log.js';
@@ -300,7 +300,7 @@ function warnBuiltInLeftOut(config: Config): void {
  */
 function warnUnusableProviders(config: Config): void {
   for (const provider of config.providers.values()) {
-    const missing = provider.credentials.filter((c) => credentialValue(process.env, c.apiKeyEnv).length === 0);
+    const missing = missingCredentials(provider, process.env);
     if (missing.length === provider.credentials.length) {
       log('warn', 'provider_credential_missing', {
         provider: provider.name, env: provider.credentials.map((c) => c.apiKeyEnv).join(','),

@@ -209,9 +209,14 @@ export function unsendableCredentials(config: Config, env: NodeJS.ProcessEnv): s
   return [...names];
 }
 
+/** The credentials of `provider` whose variable is unset or empty, whitespace aside: left out of its pool, never sent. */
+export function missingCredentials(provider: Provider, env: NodeJS.ProcessEnv): ProviderCredential[] {
+  return provider.credentials.filter((c) => credentialValue(env, c.apiKeyEnv).length === 0);
+}
+
 /** Whether any credential of `provider` has its variable set, whitespace aside (a provider without one is never called). */
 export function hasCredential(provider: Provider, env: NodeJS.ProcessEnv): boolean {
-  return provider.credentials.some((c) => credentialValue(env, c.apiKeyEnv).length > 0);
+  return missingCredentials(provider, env).length < provider.credentials.length;
 }
 
 /** OpenAI's regional hosts (`eu.api.openai.com`): the region is the first label. */

@@ -1,5 +1,5 @@
 import { Pool } from 'undici';
-import { credentialValue } from '../config/load.js';
+import { credentialValue, missingCredentials } from '../config/load.js';
 import type { Config, Provider } from '../config/types.js';
 import { Credential, Rotation, type Clock, type RotationListener } from './rotation.js';
 
@@ -50,11 +50,7 @@ export function buildUpstreams(config: Config, env: NodeJS.ProcessEnv, clock: Cl
 
 /** The credentials buildUpstreams left out, their variable unset or empty: never sent, so never in rotation. */
 export function unsetCredentials(config: Config, env: NodeJS.ProcessEnv): Array<{ provider: string; name: string }> {
-  const unset: Array<{ provider: string; name: string }> = [];
-  for (const provider of config.providers.values()) {
-    for (const c of provider.credentials) if (credentialValue(env, c.apiKeyEnv).length === 0) unset.push({ provider: provider.name, name: c.name });
-  }
-  return unset;
+  return [...config.providers.values()].flatMap((p) => missingCredentials(p, env).map((c) => ({ provider: p.name, name: c.name })));
 }
 
 /** Every credential of every provider, in the config's order. */

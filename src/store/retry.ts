@@ -55,17 +55,16 @@ export class RetryQueue<T> {
     if (this.running !== null) return this.running;
     if (this.items.length === 0) return Promise.resolve(0);
     // A commit that throws at once counts as one that failed.
-    const running = new Promise<RetryOutcome>((resolve) => resolve(this.commit(this.items.slice()))).then(
-      (outcome) => outcome,
-      (failure: unknown): RetryOutcome => ({ committed: 0, failure }),
-    ).then(({ committed, failure }) => {
-      // Whichever backend, and however far the try got: what is still kept is said, with why.
-      if (committed < this.items.length) log('error', 'store_retry_failed', { pending: this.items.length - committed, error: String(failure) });
-      this.items.splice(0, committed);
-      this.running = null;
-      if (this.items.length > 0) this.arm();
-      return this.items.length;
-    });
+    const running = new Promise<RetryOutcome>((resolve) => resolve(this.commit(this.items.slice())))
+      .catch((failure: unknown): RetryOutcome => ({ committed: 0, failure }))
+      .then(({ committed, failure }) => {
+        // Whichever backend, and however far the try got: what is still kept is said, with why.
+        if (committed < this.items.length) log('error', 'store_retry_failed', { pending: this.items.length - committed, error: String(failure) });
+        this.items.splice(0, committed);
+        this.running = null;
+        if (this.items.length > 0) this.arm();
+        return this.items.length;
+      });
     this.running = running;
     return running;
   }

@@ -124,6 +124,10 @@ function expired(k) { return k.expiresAt !== null && Date.now() > new Date(k.exp
 function fundsOut(k) {
   return k.mode === 'credit' ? k.balanceNanoUsd - k.heldNanoUsd <= 0 : k.usedTokens + k.heldTokens >= k.budgetTokens;
 }
+/** What to ask for when the funds are out too, and why: [remedy, reason]. */
+function refill(k) {
+  return k.mode === 'credit' ? ['top it up', 'it also has no credit left'] : ['renew its budget', 'it has also used up its tokens'];
+}
 function verdict(k) {
   const code = (status, c) => el('span', null, 'Clients get HTTP ' + status + ' with error code ', el('code', { text: c }), '.');
   switch (k.state) {
@@ -138,7 +142,7 @@ function verdict(k) {
       // The state names the first check that fails; what comes after it must be mended too.
       const also = [];
       if (expired(k)) also.push('extend it (it also expired at ' + expiryText(k.expiresAt) + ')');
-      if (fundsOut(k)) also.push(k.mode === 'credit' ? 'top it up (it also has no credit left)' : 'renew its budget (it has also used up its tokens)');
+      if (fundsOut(k)) also.push(refill(k)[0] + ' (' + refill(k)[1] + ')');
       return { tone: 'bad', badge: 'Suspended', sentence: 'Calls with this key fail because its issuer has suspended it.',
         detail: el('span', null, also.length === 0 ? 'Ask whoever gave you the key to resume it; the same key then works again. '
           : 'Ask whoever gave you the key to resume it and to ' + also.join(' and to ') + '; only then does the same key work again. ', code(403, 'key_suspended')) };
@@ -146,7 +150,7 @@ function verdict(k) {
     case 'expired':
       return { tone: 'bad', badge: 'Expired', sentence: 'Calls with this key fail because it expired at ' + expiryText(k.expiresAt) + '.',
         detail: el('span', null, fundsOut(k)
-          ? 'Ask whoever gave you the key to extend it and to ' + (k.mode === 'credit' ? 'top it up: it also has no credit left. ' : 'renew its budget: it has also used up its tokens. ')
+          ? 'Ask whoever gave you the key to extend it and to ' + refill(k)[0] + ': ' + refill(k)[1] + '. '
           : 'Ask whoever gave you the key to extend it, even if it has ' + (k.mode === 'credit' ? 'credit' : 'budget') + ' left. ', code(403, 'key_expired')) };
     case 'insufficient_credit':
       return { tone: 'bad', badge: 'Out of credit', sentence: 'Calls with this key fail because it has no credit left (balance ' + usd(k.balanceUsd) + ')' +
