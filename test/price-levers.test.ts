@@ -289,6 +289,16 @@ t.test('OpenAI regional processing: the provider\'s region priced on the entries
       await heldFor(t, gw, key, call, { input: 4400, output: 6600 }, label);
       const fast = await billed(t, gw, key, openAi(f, stream, 'oa-levers', { service_tier: 'fast' }, { usageJson: openAiUsage(f, SHORT), serviceTier: 'fast' }), `${label} fast`);
       t.equal(fast.costNanoUsd, 2_255_000, `${label}: the fast tier × 1.1`);
+      // Audio input, which oa-levers has no rate for: those tokens at the highest rate, the
+      // ultrafast output 24 × 1.1 = 26.40, which carries the region already (not × 1.1 again).
+      const usage = JSON.parse(openAiUsage(f, SHORT));
+      const prompt = f === 'chat' ? 'prompt_tokens' : 'input_tokens';
+      usage[prompt] += 100;
+      usage.total_tokens += 100;
+      usage[f === 'chat' ? 'prompt_tokens_details' : 'input_tokens_details'].audio_tokens = 100;
+      const audio = await billed(t, gw, key, openAi(f, stream, 'oa-levers', {}, { usageJson: JSON.stringify(usage) }), `${label} audio`);
+      t.equal(audio.costNanoUsd, 1_127_500 + 100 * 26_400, `${label}: the priced tokens × 1.1, the audio at the highest rate`);
+      t.match(audio, { audioInputTokens: 100, worstCase: 'audioInput', estimated: false });
       await refused(t, gw, key, openAi(f, stream, 'oa-plain', {}, {}), /regional processing in "eu"/, `${label}, unpriced`);
     }
   }

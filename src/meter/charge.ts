@@ -98,22 +98,36 @@ function passRates(counts: TokenCounts, price: PriceNano, table: LeverRates | Pr
   const own = (table as LeverRates).longContext;
   if (own !== undefined) return own;
   note(`${name}+long_context`);
-  return higherOf(table, long, price.maxRate);
+  return higherOf(table, long);
 }
 
-function higherOf(a: Rates, b: Rates, maxRate: number): Rates {
+/** Each kind at the higher of two tables' rates; a kind either leaves out stays out (charged at `maxRate`, see kindCost). */
+function higherOf(a: Rates, b: Rates): Rates {
   const out: Partial<Record<keyof Rates, number>> = {};
-  for (const kind of RATE_KINDS) out[kind] = Math.max(a[kind] ?? maxRate, b[kind] ?? maxRate);
+  for (const kind of RATE_KINDS) {
+    const ra = a[kind];
+    const rb = b[kind];
+    if (ra !== undefined && rb !== undefined) out[kind] = Math.max(ra, rb);
+  }
   return out as Rates;
 }
 
-/** `tokens` of `kind` at these rates; a kind the rates leave out at `maxRate`, noted. */
+/**
+ * What the call being priced owes at the price's highest rate for kinds of token no table
+ * prices. `maxRate` already carries the dearest multipliers, so this part is added after the
+ * token cost is multiplied, not multiplied again: such a token never costs more than the
+ * dearest token the price knows. Reset by costOf, like NOTES.
+ */
+let atMaxRate = 0;
+
+/** `tokens` of `kind` at these rates; a kind the rates leave out is noted and counted in atMaxRate instead. */
 function kindCost(kind: keyof Rates, tokens: number, rates: Rates, maxRate: number): number {
   if (tokens === 0) return 0;
   const r = rates[kind];
   if (r !== undefined) return tokens * r;
   note(kind);
-  return tokens * maxRate;
+  atMaxRate += tokens * maxRate;
+  return 0;
 }
 
 /**
@@ -121,7 +135,7 @@ function kindCost(kind: keyof Rates, tokens: number, rates: Rates, maxRate: numb
  * `cachedInput`, cache writes at the 5-minute (or, for a call that asked for extended
  * retention, the extended) rate and their 1-hour part at `cacheWrite1h`, audio and image tokens
  * at their own rates, text output (reasoning included) at the output rate. A kind the rates
- * leave out is charged at `maxRate` and noted.
+ * leave out is left out here, charged at `maxRate` by kindCost.
  */
 function tokenCost(c: TokenCounts, rates: Rates, extendedCache: boolean, maxRate: number): number {
   const cacheWrite1h = Math.min(c.cacheWrite1h, c.cacheWrite);
@@ -147,11 +161,13 @@ function tokenCost(c: TokenCounts, rates: Rates, extendedCache: boolean, maxRate
  * - a tier or speed with a long prompt, when the tier has no long-context rates of its own:
  *   each kind at the higher of the two tables;
  * - a tool without a fee: the highest fee known (`fallbackToolFee`);
- * - a kind of token a table leaves out (1-hour cache writes, audio, …): its tokens at `maxRate`.
+ * - a kind of token a table leaves out (1-hour cache writes, audio, …): its tokens at `maxRate`,
+ *   which carries the dearest multipliers already and is not multiplied again.
  * The first three are levers (`unpricedLevers`, written `name:value`); the last is a kind.
  */
 export function costOf(usage: Usage, price: PriceNano): Cost {
   NOTES.length = 0;
+  atMaxRate = 0;
   const s = select(usage, price);
   let nano = 0;
   let longContext = false;
@@ -173,7 +189,7 @@ export function costOf(usage: Usage, price: PriceNano): Cost {
         tokens += tokenCost(part, rates, usage.extendedCache, price.maxRate);
       }
     }
-    nano = s === null ? tokens : multiplyUp(multiplyUp(tokens, s.geo), s.region);
+    nano = (s === null ? tokens : multiplyUp(multiplyUp(tokens, s.geo), s.region)) + atMaxRate;
   }
   for (const tool in usage.toolCalls) {
     const calls = usage.toolCalls[tool]!;
