@@ -148,6 +148,11 @@ t.test('the usage checker page', async (t) => {
         const csv = readFileSync((await download.path())!, 'utf8').trim().split('\r\n');
         t.equal(csv[0]!.split(',')[1], 'request_id');
         t.same(csv.slice(1).map((l) => l.split(',')[1]), all, 'one line per loaded request, newest first');
+        const header = csv[0]!.split(',');
+        const nano = header.indexOf('cost_nano_usd');
+        t.equal(nano, header.length - 1, 'the exact charge is the last column');
+        t.same(csv.slice(1).map((l) => { const cells = l.split(','); return cells[cells.length - 1] === '' ? null : Number(cells[cells.length - 1]); }),
+          creditUsage.requests.map((r: any) => r.costNanoUsd), 'each line carries the exact charge in nano-dollars');
         t.match(download.suggestedFilename(), new RegExp(`^usage-${credit.prefix}-.*\\.csv$`));
 
         // Not remembered unless asked; remembered when ticked; forgotten when unticked.

@@ -533,6 +533,9 @@ const CSV_FIELDS = [
   ['estimate_reason', 'estimateReason'], ['cache_write_1h_tokens', 'cacheWrite1hTokens'], ['audio_input_tokens', 'audioInputTokens'],
   ['image_input_tokens', 'imageInputTokens'], ['audio_output_tokens', 'audioOutputTokens'], ['image_output_tokens', 'imageOutputTokens'],
   ['tool_calls', 'toolCalls'], ['service_tier', 'serviceTier'], ['speed', 'speed'], ['inference_geo', 'inferenceGeo'], ['long_context', 'longContext'], ['worst_case', 'worstCase'],
+  // Last, so the columns before keep their places: the exact charge (cost_usd is rounded to the
+  // micro-dollar), whose sum is what the balance moved by.
+  ['cost_nano_usd', 'costNanoUsd'],
 ];
 function csvCell(v) {
   // Tool calls are an object: written as name=count pairs.
