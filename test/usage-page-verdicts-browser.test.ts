@@ -4,12 +4,13 @@
  *   it is enough (the API's `state` names the first check that fails, the page every remedy);
  * - a key whose only calls failed has a total of nothing and no busiest day;
  * - text that is not a key of this gateway (a whole page pasted, another service's secret) is
- *   answered as an unknown key without being sent anywhere.
+ *   answered as an unknown key without being sent anywhere;
+ * - a call's cache reads and writes and its reasoning tokens are shown beside its input and output.
  * In Chromium, against a gateway on the mock provider.
  */
 import t from 'tap';
 import { post, startGateway, usageOf } from './helpers/harness.js';
-import { DESKTOP, launchBrowser, openPage } from './helpers/browser.js';
+import { DESKTOP, PHONE, launchBrowser, openPage } from './helpers/browser.js';
 
 t.test('the usage checker: every remedy, nothing billed, not a key', async (t) => {
   const [gw, browser] = await Promise.all([startGateway(t), launchBrowser(t)]);
@@ -23,8 +24,8 @@ t.test('the usage checker: every remedy, nothing billed, not a key', async (t) =
   for (const k of [lapsed, broke]) t.equal((await gw.cli(['keys', 'suspend', k.prefix])).code, 0, 'suspended');
   t.same([(await usageOf(gw.base, lapsed.key)).key.state, (await usageOf(gw.base, broke.key)).key.state], ['suspended', 'suspended'], 'the API names the first check that fails');
 
-  const show = async (key: string) => {
-    const w = await openPage(browser, DESKTOP);
+  const show = async (key: string, viewport: typeof DESKTOP | typeof PHONE = DESKTOP) => {
+    const w = await openPage(browser, viewport);
     await w.page.goto(`${gw.base}/usage`);
     const field = w.page.getByLabel('API key');
     await field.fill(key);
@@ -58,6 +59,26 @@ t.test('the usage checker: every remedy, nothing billed, not a key', async (t) =
     const summary = await w.page.locator('#chart-summary').innerText();
     t.equal(summary, 'Total $0.000000 over 1 request.', 'the total, and no day picked out of thirty empty ones');
     await w.context.close();
+  });
+
+  await t.test('the parts of a call\'s tokens priced apart: cache reads and writes, reasoning', async (t) => {
+    const parts = await gw.createKey(['--mode', 'credit', '--balance', '1']);
+    const cached = await post(`${gw.base}/v1/messages`, parts.key, { model: 'claude-haiku-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }], mock: { inputTokens: 600, cachedTokens: 300, cacheWriteTokens: 100 } }, { 'anthropic-version': '2023-06-01' });
+    t.equal(cached.status, 200);
+    t.equal((await post(`${gw.base}/v1/chat/completions`, parts.key, { model: 'gpt-4o-mini', messages: [], mock: { inputTokens: 20, outputTokens: 1500, reasoningTokens: 1200 } })).status, 200);
+    const [reasoned, read] = (await usageOf(gw.base, parts.key)).requests;
+    const w = await show(parts.key);
+    await w.page.locator('#report').waitFor({ state: 'visible' });
+    const cells = (i: number) => w.page.locator('#requests-body tr').nth(i).locator('td').allInnerTexts();
+    const [newest, older] = [await cells(0), await cells(1)];
+    t.equal(older[3], `${read.inputTokens.toLocaleString('en-US')} (300 cached, 100 written to the cache)`, 'cache reads and writes beside the input');
+    t.equal(newest[4], `${reasoned.outputTokens.toLocaleString('en-US')} (1,200 reasoning)`, 'reasoning beside the output');
+    t.equal(older[4], String(read.outputTokens), 'no note where there is nothing to say');
+    await w.context.close();
+    const phone = await show(parts.key, PHONE);
+    await phone.page.locator('#report').waitFor({ state: 'visible' });
+    t.equal(await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), 0, 'the longer cells fit a phone\'s width');
+    await phone.context.close();
   });
 
   await t.test('a remembered key is not kept once a check finds the key unknown', async (t) => {

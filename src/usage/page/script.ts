@@ -362,7 +362,12 @@ function requestRow(r) {
   if (r.clientGone) notes.push(el('span', { text: 'Client left before the end' }));
   const noteCell = el('td', { role: 'cell', 'data-label': 'Note', class: 'note' });
   notes.forEach((n, i) => { if (i > 0) noteCell.append('; '); noteCell.append(n); });
-  const input = fmtInt(r.inputTokens) + (r.cachedInputTokens ? ' (' + fmtInt(r.cachedInputTokens) + ' cached)' : '');
+  // The parts priced apart from plain input and output: cache reads and writes, reasoning.
+  const inputParts = [];
+  if (r.cachedInputTokens) inputParts.push(fmtInt(r.cachedInputTokens) + ' cached');
+  if (r.cacheWriteTokens) inputParts.push(fmtInt(r.cacheWriteTokens) + ' written to the cache');
+  const input = fmtInt(r.inputTokens) + (inputParts.length > 0 ? ' (' + inputParts.join(', ') + ')' : '');
+  const output = fmtInt(r.outputTokens) + (r.reasoningTokens ? ' (' + fmtInt(r.reasoningTokens) + ' reasoning)' : '');
   const cols = COLUMNS();
   const cell = (i, ...kids) => el('td', { role: 'cell', 'data-label': cols[i][1], class: cols[i][2] || null }, ...kids);
   const ok = r.status >= 200 && r.status < 300 && !r.error;
@@ -371,7 +376,7 @@ function requestRow(r) {
     cell(1, ENDPOINTS[r.endpoint] || r.endpoint, r.stream ? el('span', null, ' ', el('span', { class: 'tag', text: 'stream' })) : null),
     cell(2, el('code', { text: r.model })),
     cell(3, input),
-    cell(4, fmtInt(r.outputTokens)),
+    cell(4, output),
     cell(5, credit ? usd(r.costUsd) : fmtInt(r.tokensCharged)),
     cell(6, el('span', { class: ok ? 'st-ok' : 'st-bad', text: String(r.status) + (ok ? ' OK' : '') })),
     noteCell,
