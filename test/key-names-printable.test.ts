@@ -1,5 +1,6 @@
 /**
- * A key's name holds no control character (C0, DEL, C1) and no line or paragraph separator:
+ * A key's name holds no control character (C0, DEL, C1), no line or paragraph separator and no
+ * text-direction control (override, embedding, isolate, mark):
  * `keys create` and `keys set` refuse one (exit 2), as the admin API does (400 invalid_field,
  * param name). A name stored before that rule, and an audit entry recording it, are printed with
  * such characters escaped, so that no name can make `keys list`, `keys show` or `audit` print a
@@ -26,6 +27,7 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
     const names: Array<[string, string]> = [
       ['a line feed', FORGED], ['a carriage return', 'a\rb'], ['a tab', 'a\tb'], ['an escape (ANSI colours)', '\u001b[31mred'],
       ['DEL', 'a\u007fb'], ['a C1 control (NEL)', 'a\u0085b'], ['a line separator', 'a\u2028b'], ['a paragraph separator', 'a\u2029b'],
+      ['a right-to-left override', 'team\u202Egnp.exe'], ['a left-to-right isolate', 'a\u2066b'], ['a right-to-left mark', 'a\u200Fb'], ['an Arabic letter mark', 'a\u061Cb'],
     ];
     for (const [what, name] of names) {
       for (const args of [['keys', 'create', '--mode', 'credit', '--balance', '1', '--name', name], ['keys', 'set', k.id, '--name', name]]) {
@@ -36,7 +38,7 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
       }
     }
     t.equal((await gw.cli(['keys', 'list', '--json'])).stdout, before, 'nothing made or changed');
-    const fine = await gw.cli(['keys', 'set', k.id, '--name', 'José — équipe 🚀 "ops"']);
+    const fine = await gw.cli(['keys', 'set', k.id, '--name', 'José — équipe 🚀 "ops" 👩\u200D💻 می\u200Cخواهم']);
     t.equal(fine.code, 0, 'any other text is a name');
   });
 
@@ -45,7 +47,7 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
     const store = await storeOf(gw);
     try {
       // As an issuer change would have written it before names were checked: with its audit entry.
-      const name = `${FORGED}\r\u001b[2J\u0085\u2028`;
+      const name = `${FORGED}\r\u001b[2J\u0085\u2028\u202e`;
       await store.audited(
         () => ({ at: Date.now(), action: 'key.set', keyId: k.id, actor: 'cli@test', address: null, detail: { name } }),
         () => store.updateKey(k.id, (key) => ({ ...key, name })),
@@ -53,19 +55,19 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
     } finally {
       await store.close();
     }
-    const escaped = String.raw`evil\nkey_fake  gw_live_0000  credit\r\x1b[2J\x85\u2028`;
+    const escaped = String.raw`evil\nkey_fake  gw_live_0000  credit\r\x1b[2J\x85\u2028\u202e`;
     const keys = JSON.parse((await gw.cli(['keys', 'list', '--json'])).stdout) as unknown[];
     const list = await gw.cli(['keys', 'list']);
     t.equal(list.code, 0);
     const rows = list.stdout.trimEnd().split('\n');
     t.equal(rows.length, 1 + keys.length, 'keys list: a header and one line per key, nothing forged');
     t.ok(rows.find((r) => r.startsWith(k.id))!.endsWith(escaped), 'the name, escaped, on its key\'s line');
-    t.notOk(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/.test(list.stdout), 'no control character printed');
+    t.notOk(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202e]/.test(list.stdout), 'no control character printed');
 
     const show = await gw.cli(['keys', 'show', k.id]);
     t.match(show.stdout, new RegExp(`^  name {9}${escaped.replace(/[\\[]/g, '\\$&')}$`, 'm'), 'keys show: the name escaped on its line');
     t.equal(show.stdout.split('\n').filter((l) => l.startsWith('  ')).length, show.stdout.trimEnd().split('\n').length, 'every line one of its rows');
-    t.equal(JSON.parse((await gw.cli(['keys', 'show', k.id, '--json'])).stdout).name, `${FORGED}\r\u001b[2J\u0085\u2028`, '--json gives the name as stored');
+    t.equal(JSON.parse((await gw.cli(['keys', 'show', k.id, '--json'])).stdout).name, `${FORGED}\r\u001b[2J\u0085\u2028\u202e`, '--json gives the name as stored');
 
     const audit = await gw.cli(['audit', '--key', k.id]);
     t.equal(audit.stdout.trimEnd().split('\n').length, 3, 'audit: a header, the key\'s creation and the change, nothing forged');
@@ -86,6 +88,7 @@ t.test('the admin API refuses such a name, 400 invalid_field, param name', async
     ['create, a line feed', 'POST', '/admin/v1/keys', { mode: 'credit', balance: '1', name: FORGED }],
     ['set, a paragraph separator', 'PATCH', `/admin/v1/keys/${k.id}`, { name: 'a\u2029b' }],
     ['set, a C1 control (CSI)', 'PATCH', `/admin/v1/keys/${k.id}`, { name: '\u009b31m' }],
+    ['set, a right-to-left override', 'PATCH', `/admin/v1/keys/${k.id}`, { name: 'a\u202eb' }],
   ] as const) {
     const r = await api(method, path, body);
     t.equal(r.status, 400, `${what}: 400`);

@@ -22,7 +22,7 @@ const usd = { type: 'string', pattern: '^-?\\d+\\.\\d{6}$' };
 const nonNegative = { type: 'integer', minimum: 0 };
 const amountText = (what: string): Record<string, unknown> => ({ description: what, oneOf: [{ type: 'string' }, { type: 'number' }] });
 const MOST = `A key holds at most ${formatUsdExact(MAX_ACCOUNT_AMOUNT)} USD or ${MAX_ACCOUNT_AMOUNT} tokens (exact integers): more is refused, 400 invalid_field`;
-const newName = { description: 'no control characters (C0, DEL, C1) nor U+2028, U+2029: refused, 400 invalid_field' };
+const newName = { description: 'no control characters (C0, DEL, C1), U+2028, U+2029 nor text-direction controls (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069): refused, 400 invalid_field' };
 
 const keyCommon = {
   id: { type: 'string', pattern: '^key_[0-9a-f]{16}$' },

@@ -95,11 +95,14 @@ export function expiresField(value: unknown, allowNever: boolean): number | null
 }
 
 /**
- * Characters a key's name may not hold: C0 and C1 controls, DEL, and the line and paragraph
- * separators. Each breaks a line, moves the cursor or recolours a terminal, so a name holding one
- * could make `keys list` or `audit` print a row of its own making.
+ * Characters a key's name may not hold: C0 and C1 controls, DEL, the line and paragraph
+ * separators, and the text-direction controls (the marks U+061C, U+200E, U+200F, the embeddings
+ * and overrides U+202A–U+202E, the isolates U+2066–U+2069). The first break a line, move the
+ * cursor or recolour a terminal, so a name holding one could make `keys list` or `audit` print a
+ * row of its own making; the last reorder how the rest of the row reads. Joiners (U+200C, U+200D)
+ * stay: scripts and emoji need them.
  */
-export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 function nameField(value: unknown): string {
   if (typeof value !== 'string') throw fieldError('invalid_field', 'name', 'needs a text');
