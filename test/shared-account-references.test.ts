@@ -7,8 +7,10 @@
  * held, billed or listed. Through the official SDKs where
  * they send it (`openai` responses.create with background, conversation, prompt, input items and
  * tools, chat.completions.create with a file part; `@anthropic-ai/sdk` messages.create with file
- * sources, container uploads and a container), raw HTTP for what an SDK cannot write (escaped key
- * names, a member given twice), on both surfaces.
+ * sources, container uploads, a container, a thread and diagnostics against an earlier message),
+ * raw HTTP for what an SDK cannot write (escaped key names, a member given twice, a key given twice
+ * inside a member, where JSON.parse and another parser would read different copies), on both
+ * surfaces.
  *
  * And what is not a reference passes unchanged: output items sent back in full (ids, citations
  * and all, as Codex CLI sends them with `store: false`), a function's schema with a `file_id`
@@ -46,6 +48,9 @@ function assertRefused(t: Asserts, label: string, status: number | undefined, er
   t.equal(error?.param, null, `${label}: param null`);
   t.match(error?.message, path, `${label}: the message names ${path}`);
 }
+
+/** A skill given whole in the request (not a reference). */
+const INLINE_SKILL = { type: 'inline', name: 'csv', description: 'reads CSV files', source: { type: 'base64', media_type: 'application/zip', data: 'UEsFBgAAAAAAAAAAAAAAAAAAAAAAAA==' } };
 
 // OpenAI Responses: each reference and where it is named.
 const RESPONSES_REFUSED: Array<{ name: string; body: Record<string, unknown>; path: string }> = [
@@ -101,6 +106,31 @@ const RESPONSES_REFUSED: Array<{ name: string; body: Record<string, unknown>; pa
     body: { input: 'draw', tools: [{ type: 'image_generation', input_image_mask: { file_id: 'file-0123456789' } }] },
     path: 'tools[0].input_image_mask.file_id',
   },
+  {
+    name: 'code_interpreter with a skill of the account',
+    body: { input: 'run it', tools: [{ type: 'code_interpreter', container: { type: 'auto', skills: [{ type: 'skill_reference', skill_id: 'skill_0123456789' }] } }] },
+    path: 'tools[0].container.skills[0].skill_id',
+  },
+  {
+    name: 'shell in a container by id',
+    body: { input: 'ls', tools: [{ type: 'shell', environment: { type: 'container_reference', container_id: 'cntr_0123456789' } }] },
+    path: 'tools[0].environment.container_id',
+  },
+  {
+    name: 'shell in a new container with files',
+    body: { input: 'ls', tools: [{ type: 'shell', environment: { type: 'container_auto', file_ids: ['file-0123456789'] } }] },
+    path: 'tools[0].environment.file_ids',
+  },
+  {
+    name: 'shell in a new container with a skill of the account, after an inline one',
+    body: { input: 'ls', tools: [{ type: 'shell', environment: { type: 'container_auto', skills: [INLINE_SKILL, { type: 'skill_reference', skill_id: 'skill_0123456789', version: 'latest' }] } }] },
+    path: 'tools[0].environment.skills[1].skill_id',
+  },
+  {
+    name: 'an MCP server through the account\'s tunnel',
+    body: { input: 'ask', tools: [{ type: 'mcp', server_label: 'internal', tunnel_id: 'tun_0123456789' }] },
+    path: 'tools[0].tunnel_id',
+  },
 ];
 
 /** Output items a client sends back in full on its next turn (Codex CLI, store: false): ids included, not references. */
@@ -143,6 +173,17 @@ const RESPONSES_PASSED: Array<{ name: string; body: Record<string, unknown> }> =
   { name: 'metadata holding reference names', body: { input: 'hi', metadata: { file_id: 'file-0123456789', container: 'cntr_1', conversation: 'conv_1', prompt: 'p', background: 'true' } } },
   { name: 'a text.format schema with a file_id property', body: { input: 'hi', text: { format: { type: 'json_schema', name: 'f', schema: { type: 'object', properties: { file_id: { type: 'string' } } } } } } },
   { name: 'prompt_cache_key', body: { input: 'hi', prompt_cache_key: 'user-1' } },
+  {
+    name: 'shell on the client\'s machine, or in a new container with an inline skill; MCP by URL',
+    body: {
+      input: 'ls',
+      tools: [
+        { type: 'shell', environment: { type: 'local' } },
+        { type: 'shell', environment: { type: 'container_auto', memory_limit: '1g', skills: [INLINE_SKILL] } },
+        { type: 'mcp', server_label: 'docs', server_url: 'https://mcp.example.com/sse', require_approval: 'never' },
+      ],
+    },
+  },
 ];
 
 for (const surface of SURFACES) {
@@ -191,6 +232,11 @@ for (const surface of SURFACES) {
         ['background twice, true first', `{"model":"${GPT}","input":"hi","background":true,"background":false}`, 'background'],
         ['a bare id item whose id is given twice', `{"model":"${GPT}","input":[{"id":"msg_1","id":"msg_2"}]}`, 'input[0].id'],
         ['pretty-printed', JSON.stringify({ model: GPT, input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-0123456789' }] }] }, null, 2), 'input[0].content[0].file_id'],
+        // Inside a member, a key given twice: JSON.parse keeps the last copy, another parser the first.
+        ['a container by id, then as auto', `{"model":"${GPT}","input":"hi","tools":[{"type":"code_interpreter","container":"cntr_1","container":{"type":"auto"}}]}`, '"tools[0].container" is given twice'],
+        ['a file id, then null', `{"model":"${GPT}","input":[{"role":"user","content":[{"type":"input_file","file_id":"file-1","file_id":null,"file_data":"data:application/pdf;base64,AA","filename":"a.pdf"}]}]}`, '"input[0].content[0].file_id" is given twice'],
+        ['an item reference, then a message', `{"model":"${GPT}","input":[{"type":"item_reference","id":"msg_1","type":"message","role":"user","content":"hi"}]}`, '"input[0].type" is given twice'],
+        ['a stored prompt, then null', `{"model":"${GPT}","prompt":{"id":"pmpt_1","\\u0069d":null}}`, '"prompt.id" is given twice'],
       ];
       for (const [name, body, path] of bodies) {
         const res = await unchanged(t, name, () => post(gw.base + surface.openai + '/responses', key, body));
@@ -233,6 +279,15 @@ for (const surface of SURFACES) {
       const completion = await openai.chat.completions.create(passed as any);
       t.equal(completion.object, 'chat.completion', 'file data, a schema and metadata naming file_id: forwarded');
       t.same(JSON.parse(gw.mock.requests.at(-1)!.body).messages, passed.messages, 'as sent');
+
+      // An earlier audio answer named by id: the provider keeps it on the account.
+      const audio = [{ role: 'user', content: 'say hi' }, { role: 'assistant', audio: { id: 'audio_0123456789' } }, { role: 'user', content: 'again' }];
+      const err = await unchanged(t, 'an audio answer by id', () => rejectionOf(t, openai.chat.completions.create({ model: GPT, modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' }, messages: audio } as any)));
+      assertRefused(t, 'an audio answer by id', err?.status, errorOf(err), 'messages[1].audio.id');
+      const spoken = { model: GPT, modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' }, messages: [{ role: 'user', content: 'say hi' }, { role: 'assistant', content: 'hi' }] };
+      t.equal((await openai.chat.completions.create(spoken as any)).object, 'chat.completion', 'asking for audio is not a reference');
+      const twice = await unchanged(t, 'a file id given twice', () => post(gw.base + surface.openai + '/chat/completions', key, `{"model":"${GPT}","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1","file_id":null,"file_data":"data:x;base64,AA"}}]}]}`));
+      assertRefused(t, 'a file id given twice', twice.status, twice.json?.error, '"messages[0].content[0].file.file_id" is given twice');
     });
 
     await t.test('Messages: file sources, container uploads, containers (anthropic SDK)', async (t) => {
@@ -255,6 +310,9 @@ for (const surface of SURFACES) {
         ['a container by id', { messages: [{ role: 'user', content: 'hi' }], container: 'container_0123456789' }, 'container'],
         ['a container object with an id', { messages: [{ role: 'user', content: 'hi' }], container: { id: 'container_0123456789' } }, 'container.id'],
         ['a container with skills', { messages: [{ role: 'user', content: 'hi' }], container: { skills: [{ type: 'custom', skill_id: 'skill_0123456789', version: 'latest' }] } }, 'container.skills'],
+        ['a thread continued', { messages: [{ role: 'user', content: 'and then?' }], thread: { type: 'continue', previous_message_id: 'msg_0123456789' } }, 'thread'],
+        ['a thread made', { messages: [{ role: 'user', content: 'hi' }], thread: { type: 'create' } }, 'thread'],
+        ['diagnostics against an earlier message', { messages: [{ role: 'user', content: 'hi' }], diagnostics: { previous_message_id: 'msg_0123456789' } }, 'diagnostics.previous_message_id'],
       ];
       for (const [name, body, path] of cases) {
         for (const stream of [false, true]) {
@@ -276,6 +334,11 @@ for (const surface of SURFACES) {
       const message = await anthropic.messages.create(passed as any);
       t.equal(message.type, 'message', 'base64 sources, tool inputs and schemas naming file_id: forwarded');
       t.same(JSON.parse(gw.mock.requests.at(-1)!.body).messages, passed.messages, 'as sent');
+      const optedIn = { model: CLAUDE, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], diagnostics: { previous_message_id: null }, thread: null };
+      t.equal((await anthropic.messages.create(optedIn as any)).type, 'message', 'diagnostics without an earlier message, thread null: forwarded');
+      t.same(JSON.parse(gw.mock.requests.at(-1)!.body).diagnostics, optedIn.diagnostics, 'as sent');
+      const twice = await unchanged(t, 'a container id given twice', () => post(gw.base + surface.anthropic + '/v1/messages', key, `{"model":"${CLAUDE}","max_tokens":64,"messages":[{"role":"user","content":"hi"}],"container":{"id":"c_1","id":null}}`, { 'anthropic-version': '2023-06-01' }));
+      assertRefused(t, 'a container id given twice', twice.status, twice.json?.error, '"container.id" is given twice');
     });
   });
 }

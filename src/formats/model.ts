@@ -67,6 +67,12 @@ export class RequestFacts {
     return this.parse(this.members[index]!);
   }
 
+  /** The JSON text of the top-level member at `index`'s value, as sent. */
+  textAt(index: number): string {
+    const span = this.members[index]!;
+    return this.raw.text(span.valueStart, span.valueEnd);
+  }
+
   private parse(span: MemberSpan): unknown {
     return JSON.parse(this.raw.text(span.valueStart, span.valueEnd));
   }

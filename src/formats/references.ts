@@ -30,9 +30,93 @@ export function unsupportedIn(facts: RequestFacts, checks: Readonly<Record<strin
   for (const index of flagged) {
     const name = facts.nameAt(index);
     if (!Object.hasOwn(checks, name)) continue;
-    const path = checks[name]!(facts.valueAt(index), name);
+    const text = facts.textAt(index);
+    const repeated = repeatedKey(text, name);
+    if (repeated !== null) return `"${repeated}" is given twice. JSON.parse reads the last copy and another parser may read the first, so where a reference to the provider's account can stand each member must be given once.`;
+    const path = checks[name]!(JSON.parse(text), name);
     if (path !== null) return messageFor(path);
   }
+  return null;
+}
+
+/**
+ * The path of the first key named twice in one object of `text` (a JSON value the request
+ * scanner has already found well formed), or null. The checks below read a member as JSON.parse
+ * does, keeping a key's last copy; a provider's parser may keep the first, so a member in which
+ * a reference can stand is only judged when that cannot differ (a repeated top-level member is
+ * checked in every copy instead, see RequestFacts.spans).
+ */
+export function repeatedKey(text: string, path: string): string | null {
+  const reader = { text, at: 0 };
+  return repeatedIn(reader, path);
+}
+
+interface JsonReader { text: string; at: number }
+
+function skipSpace(r: JsonReader): void {
+  let c = r.text.charCodeAt(r.at);
+  while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = r.text.charCodeAt(++r.at);
+}
+
+/** A string's value, `at` on its opening quote; decoded only when it holds an escape. */
+function readString(r: JsonReader): string {
+  const start = r.at;
+  let escaped = false;
+  for (r.at++; ; r.at++) {
+    const c = r.text.charCodeAt(r.at);
+    if (c === 0x5c) {
+      escaped = true;
+      r.at++;
+    } else if (c === 0x22) break;
+  }
+  r.at++;
+  return escaped ? (JSON.parse(r.text.slice(start, r.at)) as string) : r.text.slice(start + 1, r.at - 1);
+}
+
+function repeatedIn(r: JsonReader, path: string): string | null {
+  skipSpace(r);
+  const c = r.text.charCodeAt(r.at);
+  if (c === 0x7b /* { */) {
+    r.at++;
+    skipSpace(r);
+    if (r.text.charCodeAt(r.at) === 0x7d) {
+      r.at++;
+      return null;
+    }
+    const keys = new Set<string>();
+    for (;;) {
+      skipSpace(r);
+      const key = readString(r);
+      if (keys.has(key)) return `${path}.${key}`;
+      keys.add(key);
+      skipSpace(r);
+      r.at++; // ':'
+      const found = repeatedIn(r, `${path}.${key}`);
+      if (found !== null) return found;
+      skipSpace(r);
+      if (r.text.charCodeAt(r.at++) === 0x7d) return null; // '}', else ','
+    }
+  }
+  if (c === 0x5b /* [ */) {
+    r.at++;
+    skipSpace(r);
+    if (r.text.charCodeAt(r.at) === 0x5d) {
+      r.at++;
+      return null;
+    }
+    for (let i = 0; ; i++) {
+      const found = repeatedIn(r, `${path}[${i}]`);
+      if (found !== null) return found;
+      skipSpace(r);
+      if (r.text.charCodeAt(r.at++) === 0x5d) return null; // ']', else ','
+    }
+  }
+  if (c === 0x22) {
+    readString(r);
+    return null;
+  }
+  // A number, true, false or null: up to the next delimiter.
+  for (let d = c; d !== 0x2c && d !== 0x5d && d !== 0x7d && d !== 0x20 && d !== 0x0a && d !== 0x0d && d !== 0x09 && r.at < r.text.length; d = r.text.charCodeAt(++r.at));
   return null;
 }
 
@@ -40,7 +124,7 @@ function messageFor(path: string): string {
   if (path === 'background') {
     return 'This gateway does not run background responses ("background": true): they are generated after the call is answered, where the gateway cannot meter them. Leave "background" out (a stream keeps a long call alive).';
   }
-  return `"${path}" refers to an object stored on the provider's account (a file, vector store, container, skill, conversation, stored prompt or stored item). Every key of this gateway shares that account, so such references are not forwarded. Send the content itself instead.`;
+  return `"${path}" refers to an object stored on the provider's account (a file, vector store, container, skill, MCP tunnel, conversation, thread, stored prompt, stored item or audio response). Every key of this gateway shares that account, so such references are not forwarded. Send the content itself instead.`;
 }
 
 /** Whether a member is given at all (`null` is as good as absent to the providers). */
@@ -81,12 +165,37 @@ function inputItem(item: Record<string, any>, path: string): string | null {
   return isObject(item.output) && !Array.isArray(item.output) ? partFileId(item.output, `${path}.output`) : null;
 }
 
-/** A tool searching vector stores, running in a container by id or with files, or masking with a file. */
+/**
+ * A container object made by the provider on the account (`id`, a `container_reference`'s
+ * `container_id`) or given its files or skills (`file_ids`, `skill_reference`s); a container
+ * made for the call alone (`{"type": "auto"}`, `container_auto` with inline skills) passes.
+ */
+function containerObject(container: Record<string, any>, path: string): string | null {
+  if (given(container.id)) return `${path}.id`;
+  if (given(container.container_id)) return `${path}.container_id`;
+  if (Array.isArray(container.file_ids) && container.file_ids.length > 0) return `${path}.file_ids`;
+  return firstIn(container.skills, `${path}.skills`, (skill, at) => (given(skill.skill_id) || skill.type === 'skill_reference' ? `${at}.skill_id` : null));
+}
+
+/**
+ * A tool searching vector stores, running in a container by id or with files or skills (a
+ * `code_interpreter`'s `container`, a `shell`'s `environment`), reaching an MCP server through
+ * the account's tunnel, or masking with a file.
+ */
 function responsesTool(tool: Record<string, any>, path: string): string | null {
   if (given(tool.vector_store_ids)) return `${path}.vector_store_ids`;
   const container: unknown = tool.container;
   if (typeof container === 'string') return `${path}.container`;
-  if (isObject(container) && Array.isArray(container.file_ids) && container.file_ids.length > 0) return `${path}.container.file_ids`;
+  if (isObject(container) && !Array.isArray(container)) {
+    const found = containerObject(container, `${path}.container`);
+    if (found !== null) return found;
+  }
+  const environment: unknown = tool.environment;
+  if (isObject(environment) && !Array.isArray(environment)) {
+    const found = containerObject(environment, `${path}.environment`);
+    if (found !== null) return found;
+  }
+  if (given(tool.tunnel_id)) return `${path}.tunnel_id`;
   if (isObject(tool.input_image_mask) && given(tool.input_image_mask.file_id)) return `${path}.input_image_mask.file_id`;
   return null;
 }
@@ -101,8 +210,9 @@ export const RESPONSES_REFERENCES: Readonly<Record<string, ReferenceCheck>> = {
 
 // OpenAI Chat Completions
 
-/** A message's `file` content parts given by file id. */
+/** A message's `file` content parts given by file id; an assistant's earlier audio answer by id (kept on the account). */
 function chatMessage(message: Record<string, any>, path: string): string | null {
+  if (isObject(message.audio) && given(message.audio.id)) return `${path}.audio.id`;
   return firstIn(message.content, `${path}.content`, (part, at) => (isObject(part.file) && given(part.file.file_id) ? `${at}.file.file_id` : null));
 }
 
@@ -137,4 +247,8 @@ export const MESSAGES_REFERENCES: Readonly<Record<string, ReferenceCheck>> = {
     const skills: unknown = v.skills;
     return given(skills) && !(Array.isArray(skills) && skills.length === 0) ? `${path}.skills` : null;
   },
+  // Conversation state held on the account (a Thread): made under a response's id, continued by it.
+  thread: (v, path) => (given(v) ? path : null),
+  // Compares this prompt with the request an earlier response answered: a tenant's own, or another's.
+  diagnostics: (v, path) => (isObject(v) && given(v.previous_message_id) ? `${path}.previous_message_id` : null),
 };

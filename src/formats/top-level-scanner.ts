@@ -133,7 +133,10 @@ function add<T>(table: ByLength<T>, name: string, entry: T): void {
  * Names that cannot go to a provider shared by every key: references to objects stored on its
  * account, and `background` (see formats/references.ts, which decides on the members flagged).
  */
-export const REFERENCE_NAMES = ['file_id', 'file_ids', 'vector_store_ids', 'container', 'conversation', 'prompt', 'background'] as const;
+export const REFERENCE_NAMES = [
+  'file_id', 'file_ids', 'vector_store_ids', 'container', 'container_id', 'skill_id', 'tunnel_id', 'conversation', 'prompt',
+  'background', 'audio', 'thread', 'previous_message_id',
+] as const;
 
 /** What a request body's scan tells apart: `model` (code 1), `stream` (code 2) and the references. */
 export const REQUEST_NAMES = new Vocabulary({
