@@ -276,5 +276,37 @@ t.test('a provider credential no header can carry is refused at start-up, naming
     t.match(r.stderr, new RegExp(`^tollgate: ${variable} holds a character no HTTP header can carry[^\n]*\n$`), `${what}: one line naming ${variable}`);
     t.notMatch(r.stderr, /sk-/, `${what}: the value is not shown`);
   }
+  const curly = await serve(['--config', pool, '--data', fresh, '--port', '0'], { OPENAI_API_KEY: 'sk-a', OPENAI_KEY_B: 'sk-b\u2019s' });
+  t.equal(curly.code, 2, 'a character beyond Latin-1: exit 2');
+  t.match(curly.stderr, /^tollgate: OPENAI_KEY_B holds a character no HTTP header can carry \(a control character, or one beyond Latin-1, inside the value/, 'the message fits what was found');
   t.notOk(existsSync(fresh), 'nothing opened');
+});
+
+t.test('two credentials of a pool holding the same key for the same base URL are refused at start-up', async (t) => {
+  const pool = (credentials: Array<Record<string, unknown>>): string => configWith((c) => {
+    delete c.providers.openai.apiKeyEnv;
+    c.providers.openai.credentials = credentials;
+  });
+  const fresh = join(dir, 'never-made-twice');
+  for (const [what, file, env, said] of [
+    ['one variable named twice', pool([{ name: 'org-a', apiKeyEnv: 'OPENAI_API_KEY' }, { name: 'org-b', apiKeyEnv: 'OPENAI_API_KEY' }]), { OPENAI_API_KEY: 'sk-same' }, 'both from OPENAI_API_KEY'],
+    ['two variables set to one value', pool([{ name: 'org-a', apiKeyEnv: 'OPENAI_API_KEY' }, { name: 'org-b', apiKeyEnv: 'OPENAI_KEY_B' }]), { OPENAI_API_KEY: 'sk-same', OPENAI_KEY_B: ' sk-same\n' }, 'from OPENAI_API_KEY and OPENAI_KEY_B'],
+  ] as const) {
+    const r = await serve(['--config', file, '--data', fresh, '--port', '0'], env);
+    t.equal(r.listening, null, `${what}: never listens`);
+    t.equal(r.code, 2, `${what}: exit 2`);
+    t.equal(r.stderr, `tollgate: providers.openai: the credentials "org-a" and "org-b" hold the same key (${said}): each entry of a pool must be a key of its own, or a call one refuses is sent to the same key again\n`, `${what}: one line naming both`);
+  }
+  t.notOk(existsSync(fresh), 'nothing opened');
+  const regions = pool([{ name: 'us', apiKeyEnv: 'OPENAI_API_KEY' }, { name: 'eu', apiKeyEnv: 'OPENAI_API_KEY', baseUrl: 'http://127.0.0.1:9/eu/v1' }]);
+  const served = await serve(['--config', regions, '--data', data, '--port', '0'], { OPENAI_API_KEY: 'sk-same' });
+  t.equal(served.code, 0, `one key at two base URLs is two credentials: ${served.stderr}`);
+  t.not(served.listening, null);
+});
+
+t.test('a provider without its credential is named at start-up, with the way to try the gateway without one', async (t) => {
+  const served = await serve(['--config', configWith(() => {}), '--data', data, '--port', '0'], { OPENAI_API_KEY: '' });
+  t.equal(served.code, 0, served.stderr);
+  const warning = served.stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.event === 'provider_credential_missing');
+  t.match(warning, { provider: 'openai', env: 'OPENAI_API_KEY', consequence: /model_not_available.*tollgate serve --mock/ });
 });

@@ -216,3 +216,45 @@ t.test('OpenAI\'s insufficient_quota takes the credential out for every model', 
   t.match({ status: other.status, to: other.to }, { status: 200, to: ['org-b'] }, 'another model\'s call goes to org-b too');
   t.equal(orgA.requests.length, before, 'org-a gets nothing');
 });
+
+t.test('a retry-after that is neither seconds nor a date (a negative number) rests 1 s, as none would', async (t) => {
+  const gw = await startPoolGateway(t, { openai: [{ name: 'solo' }] });
+  const [account] = await gw.keys(1);
+  const solo = gw.mocks.solo!;
+  solo.refuseAll(429, { headers: { 'retry-after': '-5' } });
+  t.equal((await post(`${gw.base}${CHAT}`, account!.key, chatBody())).status, 429, 'refused');
+  t.match((await gw.readyz()).body.notInRotation, [{ credential: 'solo', reason: 'rate_limited' }], 'resting');
+  const again = await post(`${gw.base}${CHAT}`, account!.key, chatBody());
+  t.equal(solo.requests.length, 1, 'the next call is answered without a send');
+  t.equal(again.headers.get('retry-after'), '1', 'the rest is the gateway\'s own 1 s');
+  solo.answerAll();
+  await gw.advance(1_000);
+  t.equal((await post(`${gw.base}${CHAT}`, account!.key, chatBody())).status, 200, 'after 1 s: sent and answered');
+});
+
+t.test('one credential out of rotation, the other resting: the 429 answered again says when the rest ends; every one out: no retry can help', async (t) => {
+  const gw = await startPoolGateway(t, { openai: [{ name: 'org-a' }, { name: 'org-b' }] });
+  const mini = await affinity(gw, ['org-a', 'org-b']);
+  const onA = mini.get('org-a')![0]!;
+  gw.mocks['org-a']!.refuseAll(429, { insufficientQuota: true });
+  gw.mocks['org-b']!.refuseAll(429, { headers: { 'retry-after': '20' }, model: 'gpt-4o-mini' });
+  const first = await call(gw, onA.key, 'degraded-1');
+  t.equal(first.status, 429, 'org-a out of quota, then org-b rate limited: the 429 passed on');
+  t.match((await gw.readyz()).body.notInRotation, [{ credential: 'org-a', reason: 'insufficient_quota' }, { credential: 'org-b', reason: 'rate_limited', until: String }], 'org-a out, org-b resting');
+  await gw.advance(5_000);
+  const again = await call(gw, onA.key, 'degraded-2');
+  t.match({ status: again.status, to: again.to }, { status: 429, to: [] }, 'answered without a send');
+  t.equal(again.headers.get('retry-after'), '15', 'when org-b\'s rest ends, though org-a is out');
+  t.equal(again.headers.get('x-should-retry'), null, 'a retry then can succeed');
+
+  const solo = await startPoolGateway(t, { openai: [{ name: 'only' }] });
+  const [account] = await solo.keys(1);
+  solo.mocks.only!.refuseAll(429, { insufficientQuota: true });
+  const refused = await post(`${solo.base}${CHAT}`, account!.key, chatBody());
+  t.equal(refused.status, 429, 'out of quota: the provider\'s 429');
+  const kept = await post(`${solo.base}${CHAT}`, account!.key, chatBody());
+  t.match({ status: kept.status, code: kept.json?.error?.code }, { status: 429, code: 'insufficient_quota' }, 'answered again without a send');
+  t.equal(solo.mocks.only!.requests.length, 1, 'sent once');
+  t.equal(kept.headers.get('x-should-retry'), 'false', 'the client\'s SDK is told not to retry');
+  t.equal(kept.headers.get('retry-after'), null, 'and given no time to wait');
+});

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { isSea } from 'node:sea';
 import { createAdminServer } from '../admin/listener.js';
 import type { Readiness } from '../admin/health.js';
-import { credentialValue, missingCredentials, unsendableCredentials } from '../config/load.js';
+import { credentialValue, missingCredentials, repeatedCredentials, unsendableCredentials } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { createGateway } from '../server.js';
 import { errorText, log } from '../log.js';
@@ -174,7 +174,13 @@ async function providersFor(configured: Config, mock: boolean): Promise<Provider
       const unsendable = unsendableCredentials(configured, process.env);
       if (unsendable.length > 0) {
         const one = unsendable.length === 1;
-        throw new UsageError(`${unsendable.join(', ')} ${one ? 'holds' : 'hold'} a character no HTTP header can carry (a control character inside the value; surrounding whitespace is cut): every call with ${one ? 'this provider credential' : 'these provider credentials'} would fail`);
+        throw new UsageError(`${unsendable.join(', ')} ${one ? 'holds' : 'hold'} a character no HTTP header can carry (a control character, or one beyond Latin-1, inside the value; surrounding whitespace is cut): every call with ${one ? 'this provider credential' : 'these provider credentials'} would fail`);
+      }
+      const [repeated] = repeatedCredentials(configured, process.env);
+      if (repeated !== undefined) {
+        const { provider, first, second } = repeated;
+        const from = first.apiKeyEnv === second.apiKeyEnv ? `both from ${first.apiKeyEnv}` : `from ${first.apiKeyEnv} and ${second.apiKeyEnv}`;
+        throw new UsageError(`providers.${provider}: the credentials "${first.name}" and "${second.name}" hold the same key (${from}): each entry of a pool must be a key of its own, or a call one refuses is sent to the same key again`);
       }
       warnUnusableProviders(configured);
     }
@@ -304,7 +310,7 @@ function warnUnusableProviders(config: Config): void {
     if (missing.length === provider.credentials.length) {
       log('warn', 'provider_credential_missing', {
         provider: provider.name, env: provider.credentials.map((c) => c.apiKeyEnv).join(','),
-        consequence: 'its models answer model_not_available until the variable is set and the server restarted',
+        consequence: 'its models answer model_not_available until the variable is set and the server restarted (to try the gateway without provider accounts: tollgate serve --mock)',
       });
       continue;
     }

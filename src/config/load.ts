@@ -209,6 +209,28 @@ export function unsendableCredentials(config: Config, env: NodeJS.ProcessEnv): s
   return [...names];
 }
 
+/**
+ * Pairs of a provider's credentials that hold the same key for the same base URL (two entries
+ * naming one variable, or two variables set to one value), as `[first, second]` names: such a
+ * pool sends a call refused by one of them to the same key again, and weighs that key twice.
+ * Refused at start-up; the value is never named.
+ */
+export function repeatedCredentials(config: Config, env: NodeJS.ProcessEnv): Array<{ provider: string; first: ProviderCredential; second: ProviderCredential }> {
+  const repeated: Array<{ provider: string; first: ProviderCredential; second: ProviderCredential }> = [];
+  for (const provider of config.providers.values()) {
+    const seen = new Map<string, ProviderCredential>();
+    for (const c of provider.credentials) {
+      const value = credentialValue(env, c.apiKeyEnv);
+      if (value === '') continue;
+      const id = `${c.origin}${c.basePath}\n${value}`;
+      const first = seen.get(id);
+      if (first === undefined) seen.set(id, c);
+      else repeated.push({ provider: provider.name, first, second: c });
+    }
+  }
+  return repeated;
+}
+
 /** The credentials of `provider` whose variable is unset or empty, whitespace aside: left out of its pool, never sent. */
 export function missingCredentials(provider: Provider, env: NodeJS.ProcessEnv): ProviderCredential[] {
   return provider.credentials.filter((c) => credentialValue(env, c.apiKeyEnv).length === 0);

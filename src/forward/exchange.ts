@@ -235,6 +235,7 @@ export class Exchange implements Dispatcher.DispatchHandler, CommitListener, Cal
     this.contentType = refusal.contentType;
     this.responseHeaders = clientResponseHeaders({ contentType: refusal.contentType, requestId: undefined }, this.requestId, false);
     if (refusal.retryAfter !== undefined) this.responseHeaders.push('retry-after', String(refusal.retryAfter));
+    if (refusal.final === true) this.responseHeaders.push('x-should-retry', 'false');
     this.held = [refusal.body];
     this.heldBytes = refusal.body.length;
     this.ended();

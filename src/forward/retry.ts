@@ -32,6 +32,9 @@ export function retryAfterMs(raw: readonly Buffer[], now: number): number {
   }
   if (seconds === undefined || seconds === '') return -1;
   if (/^\d+(\.\d+)?$/.test(seconds)) return Math.ceil(Number(seconds) * 1000);
+  // An HTTP date names its weekday and month. Anything else (a negative number, which
+  // Date.parse would read as a year) says nothing readable: the rest is then the gateway's own.
+  if (!/[a-z]/i.test(seconds)) return -1;
   const date = Date.parse(seconds);
   return Number.isNaN(date) ? -1 : Math.max(0, date - now);
 }

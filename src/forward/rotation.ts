@@ -44,9 +44,16 @@ export interface KeptAnswer {
   body: Buffer;
   /**
    * As answered again: whole seconds until a credential may next be sent the call (the soonest
-   * end of their rests), given to the client as `retry-after`; undefined while any is out.
+   * end of the rests), given to the client as `retry-after`; undefined when none rests (every
+   * one is out).
    */
   retryAfter?: number;
+  /**
+   * As answered again when every credential is out of rotation (OpenAI's `insufficient_quota`):
+   * no retry can succeed until the operator acts, so the client's SDK is told not to retry
+   * (`x-should-retry: false`, as after a 401).
+   */
+  final?: boolean;
 }
 
 /**
@@ -332,13 +339,15 @@ export class Rotation {
     }
     if (typeof refusal !== 'object' || model === null) return refusal;
     // A provider's 429 answered again: when the call could next be sent, as the provider would
-    // have said in the `retry-after` the client never sees (its headers are not passed on).
+    // have said in the `retry-after` the client never sees (its headers are not passed on): the
+    // soonest end of the rests. A credential out of rotation has no end (a probe may bring it
+    // back within the minute, for one call); when every one is out, no retry can help.
     let soonest = Infinity;
     for (const c of credentials) {
-      if (c.out !== null) return refusal;
+      if (c.out !== null) continue;
       soonest = Math.min(soonest, Math.max(c.restUntil, c.modelRests.get(model)?.until ?? 0));
     }
-    return soonest === Infinity ? refusal : { ...refusal, retryAfter: Math.max(1, Math.ceil((soonest - now) / 1000)) };
+    return soonest === Infinity ? { ...refusal, final: true } : { ...refusal, retryAfter: Math.max(1, Math.ceil((soonest - now) / 1000)) };
   }
 
   /** Every credential not in rotation now, and why (appended to `into`). */
