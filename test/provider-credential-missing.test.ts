@@ -1,7 +1,7 @@
 /**
  * A provider whose credential variable is unset is never called with an empty credential: it
- * is named at start-up, shown as unusable by `models list --admin-url` (run locally, the list
- * names the variable the server reads), and its models answer
+ * is named at start-up, shown as unusable by the admin API's model list (`models list`, locally
+ * and through `--admin-url` alike, names the variable the server reads), and its models answer
  * model_not_available (not the provider's 401, which the client would take for its own key).
  */
 import t from 'tap';
@@ -22,22 +22,27 @@ t.test('unset ANTHROPIC_API_KEY: named, listed unusable, model_not_available, no
   t.match(metrics, /^tollgate_upstream_credential_up\{provider="anthropic",credential="default"\} 0$/m, 'its credential shows as down in the metrics, not absent');
   t.match(metrics, /^tollgate_upstream_credential_up\{provider="openai",credential="default"\} 1$/m, 'the other\'s as up');
 
-  // Through the admin API, the running server's own verdict.
-  const remote = (args: string[]): ReturnType<typeof runCli> => runCli([...args, '--admin-url', gw.admin!], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN });
-  const list = await remote(['models', 'list', '--json']);
-  const byId = Object.fromEntries(JSON.parse(list.stdout).map((m: any) => [m.id, m]));
-  t.equal(byId['claude-sonnet-4-5'].usable, false, 'models list --admin-url: unusable');
+  // The running server's own verdict: its admin API's model list.
+  const api = await (await fetch(`${gw.admin}/admin/v1/models`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json() as any[];
+  const byId = Object.fromEntries(api.map((m: any) => [m.id, m]));
+  t.match(byId['claude-sonnet-4-5'], { usable: false, credentialEnv: 'ANTHROPIC_API_KEY' }, 'GET /admin/v1/models: unusable, and the variable it needs');
   t.equal(byId['gpt-4o-mini'].usable, true);
-  const table = await remote(['models', 'list']);
-  t.match(table.stdout, /claude-sonnet-4-5\s+anthropic \(unusable: no credential\)/);
-  t.match(table.stdout, /Providers without a credential[^\n]*: anthropic/);
 
-  // Run locally, the command line cannot know the server's environment, whatever its own: it
-  // names the variable the server reads each provider's credential from.
-  const local = await gw.cli(['models', 'list', '--json'], { ...PROVIDER_ENV, ANTHROPIC_API_KEY: '' });
-  const localById = Object.fromEntries(JSON.parse(local.stdout).map((m: any) => [m.id, m]));
-  t.equal(localById['claude-sonnet-4-5'].credentialEnv, 'ANTHROPIC_API_KEY', 'models list: the variable the server needs');
-  t.equal(localById['claude-sonnet-4-5'].usable, undefined, 'no verdict from the local shell');
-  const localTable = await gw.cli(['models', 'list'], { ...PROVIDER_ENV, ANTHROPIC_API_KEY: '' });
-  t.match(localTable.stdout, /reads each provider's credential from its own environment when it starts: [^\n]*ANTHROPIC_API_KEY \(anthropic\)/);
+  // The command line cannot know the server's environment from its own: locally and through
+  // --admin-url alike (the same output), it names the variable the server reads each provider's
+  // credential from.
+  const remote = (args: string[]): ReturnType<typeof runCli> => runCli([...args, '--admin-url', gw.admin!], { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN });
+  for (const json of [true, false]) {
+    const args = ['models', 'list', ...(json ? ['--json'] : [])];
+    const [local, through] = [await gw.cli(args, { ...PROVIDER_ENV, ANTHROPIC_API_KEY: '' }), await remote(args)];
+    t.equal(through.code, 0);
+    t.equal(through.stdout, local.stdout, `models list${json ? ' --json' : ''}: the same output locally and through --admin-url`);
+    if (json) {
+      const entry = JSON.parse(local.stdout).find((m: any) => m.id === 'claude-sonnet-4-5');
+      t.equal(entry.credentialEnv, 'ANTHROPIC_API_KEY', 'models list: the variable the server needs');
+      t.equal(entry.usable, undefined, 'no verdict from the local shell');
+    } else {
+      t.match(local.stdout, /reads each provider's credential from its own environment when it starts: [^\n]*ANTHROPIC_API_KEY \(anthropic\)/);
+    }
+  }
 });

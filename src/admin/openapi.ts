@@ -151,7 +151,7 @@ export const OPENAPI = {
       Extend: { type: 'object', additionalProperties: false, required: ['expires'], properties: { expires: { type: 'string', description: 'ISO-8601 date or date-time, or "never"' } } },
       Lookup: { type: 'object', additionalProperties: false, required: ['key'], properties: { key: { type: 'string', pattern: '^gw_live_[0-9a-f]{32}$' } } },
       Model: {
-        type: 'object', additionalProperties: false, required: ['id', 'provider', 'endpoints', 'enabled', 'usable', 'price', 'contextWindow', 'capabilities'],
+        type: 'object', additionalProperties: false, required: ['id', 'provider', 'endpoints', 'enabled', 'usable', 'price', 'contextWindow', 'capabilities', 'credentialEnv'],
         properties: {
           id: { type: 'string' }, aliases: { type: 'array', items: { type: 'string' }, description: 'other ids served as this entry' }, provider: { type: 'string' },
           endpoints: { type: 'array', items: { enum: ['chat', 'responses', 'messages'] } },
@@ -160,6 +160,7 @@ export const OPENAPI = {
           price: { type: 'object', required: ['input', 'output'], description: 'USD per million tokens, and the price levers (README, Prices)', properties: { input: { type: 'number' }, output: { type: 'number' }, cachedInput: { type: 'number' }, cacheWrite: { type: 'number' }, cacheWrite1h: { type: 'number' }, cacheWriteExtended: { type: 'number' }, audioInput: { type: 'number' }, audioOutput: { type: 'number' }, imageInput: { type: 'number' }, imageOutput: { type: 'number' }, tiers: { type: 'object' }, speed: { type: 'object' }, longContext: { type: 'object' }, inferenceGeo: { type: 'object' }, regionalProcessing: { type: 'number' }, toolCalls: { type: 'object' } } },
           contextWindow: { type: ['integer', 'null'] },
           capabilities: { type: 'array', items: { type: 'string' } },
+          credentialEnv: { type: 'string', description: 'the variables its provider\'s credentials are read from when the server starts, comma-separated (names only)' },
         },
       },
       UsageRecord: {

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { credentialValue } from '../config/load.js';
-import type { Config, Provider } from '../config/types.js';
+import type { Config } from '../config/types.js';
 import type { CreatePlan, SettingsPlan, TopUpPlan } from '../issuer/input.js';
 import * as ops from '../issuer/operations.js';
 import type { KeyWithAccount, ModelView } from '../issuer/operations.js';
@@ -33,12 +33,16 @@ export interface IssuerClient {
 }
 
 /**
- * A catalogue entry as `models list` prints it. Through the admin API, the server says whether
- * it has the provider's credential (`usable`); locally, the entry names the variable the
- * server's environment must provide (`credentialEnv`): this shell's environment says nothing
- * about the server's.
+ * A catalogue entry as `models list` prints it, locally and through the admin API alike: the
+ * variable the server's environment must provide (`credentialEnv`), without the running
+ * server's verdict on it (`usable`, which only the admin API's own list gives): run locally, this
+ * shell's environment says nothing about the server's.
  */
-export type ListedModel = Omit<ModelView, 'usable'> & ({ usable: boolean } | { credentialEnv: string });
+export type ListedModel = Omit<ModelView, 'usable'>;
+
+function listed({ usable: _, ...model }: ModelView): ListedModel {
+  return model;
+}
 
 export function localIssuer(store: GatewayStore, config: Config): IssuerClient {
   const actor = ops.localActor();
@@ -51,7 +55,7 @@ export function localIssuer(store: GatewayStore, config: Config): IssuerClient {
     extend: (ref, expiresAt) => ops.extend(store, ref, expiresAt, actor),
     updateSettings: (ref, plan) => ops.updateSettings(store, ref, plan, actor),
     rotate: (ref) => ops.rotate(store, ref, actor),
-    listModels: async () => (await ops.listModels(store, config, {})).map(({ usable: _, ...m }) => ({ ...m, credentialEnv: credentialVariables(config.models.get(m.id)!.provider) })),
+    listModels: async () => (await ops.listModels(store, config, {})).map(listed),
     setModel: (id, enabled) => ops.setModel(store, config, id, enabled, actor),
     disabledModels: async (models) => ops.disabledModels(store, config, models),
     audit: async (ref) => (await store.auditTrail(ref === undefined ? undefined : (await ops.resolveKeyRef(store, ref)).id)).map(ops.auditView),
@@ -146,7 +150,7 @@ export function remoteIssuer(base: string): IssuerClient {
       const old = await keyCall('GET', ref, '');
       return { ...withSecret(await call('POST', `/admin/v1/keys/${old.key.id}/rotate`)), old: old.key };
     },
-    listModels: () => call('GET', '/admin/v1/models'),
+    listModels: async () => ((await call('GET', '/admin/v1/models')) as ModelView[]).map(listed),
     async setModel(id, enabled) {
       return ((await call('POST', `/admin/v1/models/${encodeURIComponent(id)}/${enabled ? 'enable' : 'disable'}`)) as ModelView).id;
     },
@@ -158,9 +162,4 @@ export function remoteIssuer(base: string): IssuerClient {
     audit: async (ref) => call('GET', `/admin/v1/audit${ref === undefined ? '' : `?key=${await idOf(ref)}`}`),
     close: async () => undefined,
   };
-}
-
-/** The variables a provider's credentials are read from (one per credential of its pool), as the note names them. */
-function credentialVariables(provider: Provider): string {
-  return provider.credentials.map((c) => c.apiKeyEnv).join(', ');
 }

@@ -31,30 +31,24 @@ export async function modelsCommand(sub: string | undefined, args: string[]): Pr
       process.stdout.write(`${JSON.stringify(models)}\n`);
       return;
     }
-    const unusable = (m: ListedModel): boolean => 'usable' in m && !m.usable;
     process.stdout.write(`${table(
       ['MODEL', 'PROVIDER', 'ENDPOINTS', 'ENABLED', 'INPUT $/M', 'OUTPUT $/M', 'CONTEXT'],
-      models.map((m) => [m.id, unusable(m) ? `${m.provider} (unusable: no credential)` : m.provider, m.endpoints.join(','), m.enabled ? 'yes' : 'no', String(m.price.input), String(m.price.output), m.contextWindow === null ? '-' : String(m.contextWindow)]),
+      models.map((m) => [m.id, m.provider, m.endpoints.join(','), m.enabled ? 'yes' : 'no', String(m.price.input), String(m.price.output), m.contextWindow === null ? '-' : String(m.contextWindow)]),
     )}\n`);
-    if (models.length > 0) process.stdout.write(`\n${credentialNote(models, unusable)}\n`);
+    if (models.length > 0) process.stdout.write(`\n${credentialNote(models)}\n`);
   } finally {
     await issuer.close();
   }
 }
 
 /**
- * Which providers can be called: the server's verdict through the admin API; locally, the
- * variable each provider's credential is read from in the server's environment when it starts.
+ * Where each provider's credential comes from: the variable the server reads when it starts. The
+ * same locally and through --admin-url (the same output either way); whether the running server
+ * has each is the admin API's `usable` and the metric tollgate_upstream_credential_up.
  */
-function credentialNote(models: ListedModel[], unusable: (m: ListedModel) => boolean): string {
+function credentialNote(models: ListedModel[]): string {
   const needs = new Map<string, string>();
-  for (const m of models) if ('credentialEnv' in m) needs.set(m.provider, m.credentialEnv);
-  if (needs.size > 0) {
-    const list = [...needs].map(([provider, env]) => `${env} (${provider})`).join(', ');
-    return `The server reads each provider's credential from its own environment when it starts: ${list}. A provider whose variable is unset there answers model_not_available; --admin-url asks the running server which it has.`;
-  }
-  const without = [...new Set(models.filter(unusable).map((m) => m.provider))];
-  return without.length > 0
-    ? `Providers without a credential in the server's environment (their models answer model_not_available): ${without.join(', ')}`
-    : 'The server has a credential for every provider.';
+  for (const m of models) needs.set(m.provider, m.credentialEnv);
+  const list = [...needs].map(([provider, env]) => `${env} (${provider})`).join(', ');
+  return `The server reads each provider's credential from its own environment when it starts: ${list}. A provider whose variable is unset there answers model_not_available; the running server's admin API (GET /admin/v1/models, "usable") and its metric tollgate_upstream_credential_up say which it has.`;
 }

@@ -147,6 +147,8 @@ export interface ModelView {
   price: Config['models'] extends ReadonlyMap<string, infer M> ? M extends { rawPrice: infer P } ? P : never : never;
   contextWindow: number | null;
   capabilities: string[];
+  /** The variables its provider's credentials are read from when the server starts, comma-separated (names, never values). */
+  credentialEnv: string;
 }
 
 export async function listModels(store: IssuerStore, config: Config, env: NodeJS.ProcessEnv): Promise<ModelView[]> {
@@ -160,6 +162,7 @@ export async function listModels(store: IssuerStore, config: Config, env: NodeJS
     price: m.rawPrice,
     contextWindow: m.contextWindow,
     capabilities: m.capabilities,
+    credentialEnv: m.provider.credentials.map((c) => c.apiKeyEnv).join(', '),
   })));
 }
 
