@@ -93,6 +93,21 @@ t.test('the README\'s first section: keys create, serve --mock, both SDKs on bot
   t.ok(creditUsage.key.balanceNanoUsd < 5_000_000_000, 'and charged to the balance');
   t.equal(tokenUsage.key.usedTokens, 36, 'both token calls charged to the budget');
 
+  // The README's curl calls, as curl sends them (its headers, its bodies).
+  const curled = [
+    await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${CREDIT_KEY}`, 'content-type': 'application/json' }, body: '{"model": "gpt-5-mini", "messages": [{"role": "user", "content": "Hello"}]}' }),
+    await fetch(`${base}/v1/messages`, { method: 'POST', headers: { 'x-api-key': CREDIT_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }, body: '{"model": "claude-sonnet-5-5", "max_tokens": 256, "messages": [{"role": "user", "content": "Hello"}]}' }),
+  ];
+  t.same(curled.map((r) => r.status), [200, 200], 'the curl calls: answered');
+  const [curledChat, curledMessage] = await Promise.all(curled.map((r) => r.json() as Promise<any>));
+  t.equal(curledChat.choices[0].message.content, 'tok0 tok1 tok2 tok3 tok4 ');
+  t.equal(curledMessage.content[0].text, 'tok0 tok1 tok2 tok3 tok4 ');
+  t.equal((await usage(CREDIT_KEY)).requests.length, 4, 'and recorded');
+
+  // The README's way to keep a new key for a script: --json, read with node.
+  const json = await tollgate(dir, ['keys', 'create', '--mode', 'credit', '--balance', '5', '--json']);
+  t.match(JSON.parse(json.stdout), { key: /^gw_live_[0-9a-f]{32}$/, mode: 'credit' }, 'keys create --json: one object with the key');
+
   // The model lists are the catalogue's: each SDK lists its provider's entries, the README's
   // example models among them, and nothing of the other provider.
   const catalogue = JSON.parse((await tollgate(dir, ['models', 'list', '--json'])).stdout) as Array<{ id: string; provider: string; enabled: boolean }>;
