@@ -32,6 +32,8 @@ interface Shape {
   reason: (f: Format, stream: boolean) => string | undefined;
   /** Counts that were read and must be kept as they are. */
   kept?: (f: Format, stream: boolean) => { inputTokens?: number; outputTokens?: number };
+  /** Counts reported but not believed: the record's estimate is at most this. */
+  dropped?: { inputTokens?: number; outputTokens?: number };
 }
 
 /** In a Messages stream the shapes go into message_delta; message_start still reports input 11. */
@@ -78,6 +80,22 @@ const SHAPES: Shape[] = [
     // A Messages stream reported its input in message_start: nothing is missing there.
     reason: (f, s) => (delta(f, s) ? undefined : `usage_field_missing:${f.IN}`),
     kept: () => ({ outputTokens: 7 }),
+  },
+  {
+    // Past what one call can be counted for (a 1 GiB body read as a token per byte): not believed,
+    // since a charge beyond it would not be an exact integer.
+    name: 'an input count past any call',
+    mock: (f) => ({ usageJson: `{"${f.IN}":5000000000,"${f.OUT}":7}` }),
+    reason: (f) => `usage_field_invalid:${f.IN}`,
+    kept: () => ({ outputTokens: 7 }),
+    dropped: { inputTokens: 1000 },
+  },
+  {
+    name: 'an output count past the largest output cap',
+    mock: (f) => ({ usageJson: `{"${f.IN}":11,"${f.OUT}":200000000}` }),
+    reason: (f) => `usage_field_invalid:${f.OUT}`,
+    kept: () => ({ inputTokens: 11 }),
+    dropped: { outputTokens: 1000 },
   },
   {
     name: 'usage that is not an object',
@@ -143,12 +161,14 @@ t.test('every unreadable usage shape is estimated, marked, billed, with its reas
         const kept = shape.kept?.(f, stream) ?? {};
         if (kept.inputTokens !== undefined) t.equal(r.inputTokens, kept.inputTokens, `${label}: the input read is kept`);
         if (kept.outputTokens !== undefined) t.equal(r.outputTokens, kept.outputTokens, `${label}: the output read is kept`);
+        if (shape.dropped?.inputTokens !== undefined) t.ok(r.inputTokens <= shape.dropped.inputTokens, `${label}: the input reported is not believed (estimated ${r.inputTokens})`);
+        if (shape.dropped?.outputTokens !== undefined) t.ok(r.outputTokens <= shape.dropped.outputTokens, `${label}: the output reported is not believed (estimated ${r.outputTokens})`);
         balance = u.key.balanceNanoUsd;
         checked++;
       }
     }
   }
-  t.equal(checked, 60, 'every applicable format, mode and shape was tried');
+  t.equal(checked, 72, 'every applicable format, mode and shape was tried');
 
   // The access log: every call's line says it was estimated, and why.
   const lines = await accessLines(gw, (l) => sent.has(l.requestId), sent.size);

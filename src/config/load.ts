@@ -47,11 +47,16 @@ export const MAX_OUTPUT_CAP = 100_000_000;
 /** The largest `limits.maxRequestBytes` accepted. */
 const MAX_REQUEST_BYTES = 1024 ** 3;
 /**
- * The most tokens one call is counted for: the largest body the configuration accepts read as a
- * token per byte, as a hold counts it (more than any context window the configuration accepts),
- * plus the largest output cap.
+ * The most input tokens one call is counted for: the largest body the configuration accepts
+ * read as a token per byte, as a hold counts it (more than any context window the configuration
+ * accepts, and than any call's passes add up to). A provider reporting more is not believed
+ * (formats/usage-read.ts), nor is one reporting more output than MAX_OUTPUT_CAP.
  */
-export const MAX_CALL_TOKENS = MAX_REQUEST_BYTES + MAX_OUTPUT_CAP;
+export const MAX_INPUT_TOKENS = MAX_REQUEST_BYTES;
+/** The most tokens one call is counted for: input and output together. */
+export const MAX_CALL_TOKENS = MAX_INPUT_TOKENS + MAX_OUTPUT_CAP;
+/** The most calls of one server-side tool a usage object is believed to report for one call. */
+export const MAX_TOOL_CALLS = 1_000_000;
 /**
  * The most a token may cost, USD per million tokens, multipliers included. A charge is
  * tokens × rate summed over kinds (meter/charge.ts), so a call of MAX_CALL_TOKENS at this rate

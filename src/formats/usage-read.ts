@@ -1,3 +1,4 @@
+import { MAX_INPUT_TOKENS, MAX_OUTPUT_CAP, MAX_TOOL_CALLS } from '../config/load.js';
 import { emptyCounts, emptyUsage, isObject, type TokenCounts, type Usage } from './types.js';
 
 /** The token counts a usage record keeps, each on one side of the call. */
@@ -107,16 +108,32 @@ export function readUsage(u: unknown, schema: UsageSchema): Reading {
   readCounts(u, schema.counts, usage, reading, '');
   const parts = schema.partsPath === undefined ? undefined : at(u, schema.partsPath);
   if (parts !== undefined && parts !== null) readParts(parts, schema, reading);
+  if (usage.input > MAX_INPUT_TOKENS) unbelievable(reading, schema, 'input');
+  if (usage.output > MAX_OUTPUT_CAP) unbelievable(reading, schema, 'output');
   for (const { path, tool } of schema.toolCounts ?? []) {
     const v = at(u, path);
     if (v === undefined || v === null) continue;
-    if (isCount(v)) usage.toolCalls[tool] = (usage.toolCalls[tool] ?? 0) + v;
+    if (isCount(v) && v <= MAX_TOOL_CALLS) usage.toolCalls[tool] = (usage.toolCalls[tool] ?? 0) + v;
     else reading.problem ??= `usage_field_invalid:${path}`;
   }
   usage.serviceTier = stringAt(u, schema.tierPath);
   usage.speed = stringAt(u, schema.speedPath);
   usage.inferenceGeo = stringAt(u, schema.geoPath);
   return reading;
+}
+
+/**
+ * A side counted past what one call can be (config/load.ts, MAX_INPUT_TOKENS, MAX_OUTPUT_CAP) is
+ * not believed: its counts are dropped and it is estimated, as an unreadable side is. Beyond
+ * those counts a charge would no longer be an exact integer.
+ */
+function unbelievable(reading: Reading, schema: UsageSchema, side: Side): void {
+  const total = schema.counts.find((f) => f.role === 'total' && SIDE[f.adds[0]!] === side);
+  reading.problem ??= `usage_field_invalid:${total?.path ?? side}`;
+  reading.known[side] = false;
+  const usage = reading.usage;
+  for (const kind of KINDS) if (SIDE[kind] === side) usage[kind] = 0;
+  usage.parts = null;
 }
 
 function stringAt(u: Record<string, unknown>, path: string | undefined): string | null {

@@ -1,3 +1,4 @@
+import { MAX_INPUT_TOKENS, MAX_OUTPUT_CAP } from '../config/load.js';
 import { emptyUsage, type Usage } from '../formats/types.js';
 import type { Reading } from '../formats/usage-read.js';
 
@@ -43,11 +44,12 @@ export async function estimateUsage(
 ): Promise<Usage> {
   const count = await tokenCounter();
   const usage = reading?.usage ?? emptyUsage();
-  if (reading?.known.input !== true) usage.input = Math.max(usage.input, count(promptText(requestBody)));
+  // An estimate is bounded as a reported count is (formats/usage-read.ts): a charge stays exact.
+  if (reading?.known.input !== true) usage.input = Math.min(MAX_INPUT_TOKENS, Math.max(usage.input, count(promptText(requestBody))));
   if (reading?.known.output !== true) {
     // Only a sample of a long text is kept: scale its token count to the whole length.
     const sampled = output.text.length === 0 ? 0 : Math.ceil((count(output.text) * Math.max(output.chars, output.text.length)) / output.text.length);
-    usage.output = Math.max(usage.output, output.stream ? sampled : Math.ceil(output.bytesSeen / 4));
+    usage.output = Math.min(MAX_OUTPUT_CAP, Math.max(usage.output, output.stream ? sampled : Math.ceil(output.bytesSeen / 4)));
   }
   return usage;
 }
