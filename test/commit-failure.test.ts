@@ -203,3 +203,34 @@ t.test('the retry queue: in order, stopping at the first failure, bounded', asyn
   t.equal(queue.pending, MAX_PENDING, 'the bound holds');
   await queue.close();
 });
+
+t.test('the retry queue: releases give way to settlements, even while a try is under way', async (t) => {
+  // As while the store fails: every refused admission keeps a release, the settlements are few.
+  let tries = 0;
+  let letGo: () => void = () => undefined;
+  const tried: string[][] = [];
+  const queue = new RetryQueue<string>(async (items): Promise<RetryOutcome> => {
+    tried.push(items.slice());
+    // The first try hangs until let go, then commits its first two items and fails at the third.
+    if (tries++ === 0) await new Promise<void>((resolve) => (letGo = resolve));
+    return { committed: tries === 1 ? 2 : items.length, failure: tries === 1 ? new Error('down') : null };
+  });
+  t.ok(queue.add('settle-0', 'settle-0'), 'a settlement');
+  for (let i = 0; i < MAX_PENDING - 1; i++) queue.add(`release-${i}`, `release-${i}`, 'release');
+  const [dropped, events] = await logged(async () => queue.add('release-over', 'release-over', 'release'));
+  t.notOk(dropped, 'full: a new release is not kept');
+  t.match(events, [{ event: 'store_retry_full', requestId: 'release-over', kind: 'release' }], 'and said so');
+  const first = queue.retry();
+  const [kept, made] = await logged(async () => queue.add('settle-1', 'settle-1'));
+  t.ok(kept, 'full, with a try under way: a settlement is kept');
+  t.match(made, [{ event: 'store_retry_full', requestId: 'release-0', kind: 'release' }], 'in place of the oldest release, which is said');
+  t.equal(queue.pending, MAX_PENDING, 'the bound holds');
+  letGo();
+  t.equal(await first, MAX_PENDING - 1, 'the try committed settle-0 and release-0 (given way meanwhile), and failed at release-1: the rest kept');
+  t.same(tried[0]!.slice(0, 3), ['settle-0', 'release-0', 'release-1'], 'as tried');
+  await queue.retry();
+  t.equal(tried[1]![0], 'release-1', 'the next try starts where the first stopped');
+  t.equal(tried[1]!.at(-1), 'settle-1', 'and keeps the settlement that came meanwhile');
+  t.equal(tried[1]!.length, MAX_PENDING - 1, 'nothing twice, nothing lost');
+  await queue.close();
+});

@@ -193,7 +193,7 @@ export class LmdbLedger extends LmdbUsage {
       for (const h of holds) this.written.delete(h[1]);
       // The calls settled or released in it keep their holds; tried again in order (retry.ts).
       for (const r of records) this.retries.add(r, r[1].callId);
-      for (const r of releases) this.retries.add(r, r[1]);
+      for (const r of releases) this.retries.add(r, r[1], 'release');
     }
     // Fail closed: when the commit failed, nothing is admitted and nothing is forwarded.
     for (let i = 0; i < admits.length; i++) {

@@ -60,7 +60,7 @@ export class RedisLedger extends RedisMigration {
       if (!this.single && this.owner !== null) return this.client.srem(ownerCalls(this.owner), ownerMember);
       return undefined;
     });
-    attempt().catch(() => this.retries.add(attempt, callId));
+    attempt().catch(() => this.retries.add(attempt, callId, 'release'));
   }
 
   record(key: KeyRecord, usage: UsageRecord, charge: Charge, listener: CommitListener, settles = true, response: MadeResponse | null = null): void {
