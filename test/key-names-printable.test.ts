@@ -33,7 +33,7 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
       for (const args of [['keys', 'create', '--mode', 'credit', '--balance', '1', '--name', name], ['keys', 'set', k.id, '--name', name]]) {
         const r = await gw.cli(args);
         t.equal(r.code, 2, `${args[1]} with ${what}: exit 2`);
-        t.match(r.stderr, /^tollgate: --name must not contain control characters or line breaks \(U\+[0-9A-F]{4} at character \d+\)\n$/, `${args[1]} with ${what}: one line saying why`);
+        t.match(r.stderr, /^tollgate: --name must not contain control characters, line breaks or text-direction controls \(U\+[0-9A-F]{4} at character \d+\)\n$/, `${args[1]} with ${what}: one line saying why`);
         t.equal(r.stdout, '');
       }
     }
@@ -47,7 +47,7 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
     const store = await storeOf(gw);
     try {
       // As an issuer change would have written it before names were checked: with its audit entry.
-      const name = `${FORGED}\r\u001b[2J\u0085\u2028\u202e`;
+      const name = `${FORGED}\r\u001b[2J\u0085\u2028\u202e\u061c`;
       await store.audited(
         () => ({ at: Date.now(), action: 'key.set', keyId: k.id, actor: 'cli@test', address: null, detail: { name } }),
         () => store.updateKey(k.id, (key) => ({ ...key, name })),
@@ -55,7 +55,7 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
     } finally {
       await store.close();
     }
-    const escaped = String.raw`evil\nkey_fake  gw_live_0000  credit\r\x1b[2J\x85\u2028\u202e`;
+    const escaped = String.raw`evil\nkey_fake  gw_live_0000  credit\r\x1b[2J\x85\u2028\u202e\u061c`;
     const keys = JSON.parse((await gw.cli(['keys', 'list', '--json'])).stdout) as unknown[];
     const list = await gw.cli(['keys', 'list']);
     t.equal(list.code, 0);
@@ -67,7 +67,7 @@ for (const mode of CLI_MODES) t.test(`${mode} command line`, async (t) => {
     const show = await gw.cli(['keys', 'show', k.id]);
     t.match(show.stdout, new RegExp(`^  name {9}${escaped.replace(/[\\[]/g, '\\$&')}$`, 'm'), 'keys show: the name escaped on its line');
     t.equal(show.stdout.split('\n').filter((l) => l.startsWith('  ')).length, show.stdout.trimEnd().split('\n').length, 'every line one of its rows');
-    t.equal(JSON.parse((await gw.cli(['keys', 'show', k.id, '--json'])).stdout).name, `${FORGED}\r\u001b[2J\u0085\u2028\u202e`, '--json gives the name as stored');
+    t.equal(JSON.parse((await gw.cli(['keys', 'show', k.id, '--json'])).stdout).name, `${FORGED}\r\u001b[2J\u0085\u2028\u202e\u061c`, '--json gives the name as stored');
 
     const audit = await gw.cli(['audit', '--key', k.id]);
     t.equal(audit.stdout.trimEnd().split('\n').length, 3, 'audit: a header, the key\'s creation and the change, nothing forged');
@@ -92,7 +92,7 @@ t.test('the admin API refuses such a name, 400 invalid_field, param name', async
   ] as const) {
     const r = await api(method, path, body);
     t.equal(r.status, 400, `${what}: 400`);
-    t.match(r.json.error, { code: 'invalid_field', param: 'name', message: /^name must not contain control characters or line breaks/ }, `${what}: invalid_field, param name`);
+    t.match(r.json.error, { code: 'invalid_field', param: 'name', message: /^name must not contain control characters, line breaks or text-direction controls/ }, `${what}: invalid_field, param name`);
   }
   const keys = (await api('GET', '/admin/v1/keys', undefined)).json;
   t.same(keys.map((x: any) => x.name), ['ok'], 'nothing made or renamed');

@@ -258,3 +258,20 @@ t.test('one credential out of rotation, the other resting: the 429 answered agai
   t.equal(kept.headers.get('x-should-retry'), 'false', 'the client\'s SDK is told not to retry');
   t.equal(kept.headers.get('retry-after'), null, 'and given no time to wait');
 });
+
+t.test('a credential out of rotation whose probe is rate limited: that 429 answered again is not marked final', async (t) => {
+  const gw = await startPoolGateway(t, { openai: [{ name: 'only' }] });
+  const [account] = await gw.keys(1);
+  const only = gw.mocks.only!;
+  only.refuseAll(429, { insufficientQuota: true });
+  t.equal((await post(`${gw.base}${CHAT}`, account!.key, chatBody())).status, 429, 'out of quota: out of rotation');
+  await gw.advance(60_000);
+  only.refuseAll(429, { headers: { 'retry-after': '30' } });
+  const probe = await post(`${gw.base}${CHAT}`, account!.key, chatBody());
+  t.match({ status: probe.status, code: probe.json?.error?.code }, { status: 429, code: 'rate_limit_exceeded' }, 'the minute\'s probe is sent and rate limited');
+  t.equal(only.requests.length, 2, 'sent');
+  const again = await post(`${gw.base}${CHAT}`, account!.key, chatBody());
+  t.match({ status: again.status, code: again.json?.error?.code }, { status: 429, code: 'rate_limit_exceeded' }, 'answered again without a send: the latest refusal, a rate limit');
+  t.equal(only.requests.length, 2, 'without a send');
+  t.equal(again.headers.get('x-should-retry'), null, 'a rate limit is not said final');
+});

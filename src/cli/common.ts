@@ -129,7 +129,7 @@ const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' 
 export function printable(text: string): string {
   return text.replace(new RegExp(CONTROL_CHARACTERS.source, 'g'), (c) => {
     const code = c.charCodeAt(0);
-    return ESCAPES[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`);
+    return ESCAPES[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
   });
 }
 

@@ -62,19 +62,17 @@ export class RequestFacts {
     return keyName(this.raw.slice(m.keyStart, m.keyEnd));
   }
 
-  /** The value of the top-level member at `index`, parsed from its span. */
-  valueAt(index: number): unknown {
-    return this.parse(this.members[index]!);
-  }
-
   /** The JSON text of the top-level member at `index`'s value, as sent. */
   textAt(index: number): string {
-    const span = this.members[index]!;
+    return this.text(this.members[index]!);
+  }
+
+  private text(span: MemberSpan): string {
     return this.raw.text(span.valueStart, span.valueEnd);
   }
 
   private parse(span: MemberSpan): unknown {
-    return JSON.parse(this.raw.text(span.valueStart, span.valueEnd));
+    return JSON.parse(this.text(span));
   }
 
   /** The value of top-level member `name` (the last, as JSON.parse keeps it), or undefined. */

@@ -3,7 +3,8 @@ import { isObject } from './types.js';
 
 /**
  * References to objects stored on the provider's account, which every key of the gateway shares:
- * files, vector stores, containers, conversations, stored prompts and stored items. A key that
+ * files, vector stores, containers and skills, MCP tunnels, conversations and threads, stored
+ * prompts, stored items and audio answers. A key that
  * learnt another tenant's file id could read that file, so none of them is forwarded (400
  * `unsupported_option`), nor is `background: true` (a response generated after the call is
  * answered, which the gateway could not meter).
@@ -45,35 +46,43 @@ export function unsupportedIn(facts: RequestFacts, checks: Readonly<Record<strin
  * does, keeping a key's last copy; a provider's parser may keep the first, so a member in which
  * a reference can stand is only judged when that cannot differ (a repeated top-level member is
  * checked in every copy instead, see RequestFacts.spans).
+ *
+ * One pass over the text: strings are skipped with the native `indexOf`, a value never decoded
+ * and a key only when it holds an escape; the path is written only for the key found.
  */
 export function repeatedKey(text: string, path: string): string | null {
-  const reader = { text, at: 0 };
-  return repeatedIn(reader, path);
+  const r: JsonReader = { text, at: 0, segments: [] };
+  return repeatedIn(r) ? path + r.segments.map((s) => (typeof s === 'number' ? `[${s}]` : `.${s}`)).join('') : null;
 }
 
-interface JsonReader { text: string; at: number }
+interface JsonReader {
+  text: string;
+  at: number;
+  /** Where the reader is: keys and array indices, outermost first. */
+  segments: Array<string | number>;
+}
 
 function skipSpace(r: JsonReader): void {
   let c = r.text.charCodeAt(r.at);
   while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = r.text.charCodeAt(++r.at);
 }
 
-/** A string's value, `at` on its opening quote; decoded only when it holds an escape. */
-function readString(r: JsonReader): string {
-  const start = r.at;
-  let escaped = false;
-  for (r.at++; ; r.at++) {
-    const c = r.text.charCodeAt(r.at);
-    if (c === 0x5c) {
-      escaped = true;
-      r.at++;
-    } else if (c === 0x22) break;
+/** Moves past the string whose opening quote is at `at`. */
+function skipString(r: JsonReader): void {
+  const text = r.text;
+  let quote = text.indexOf('"', r.at + 1);
+  for (;;) {
+    // A quote after an odd run of backslashes is escaped.
+    let backslashes = 0;
+    while (text.charCodeAt(quote - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) break;
+    quote = text.indexOf('"', quote + 1);
   }
-  r.at++;
-  return escaped ? (JSON.parse(r.text.slice(start, r.at)) as string) : r.text.slice(start + 1, r.at - 1);
+  r.at = quote + 1;
 }
 
-function repeatedIn(r: JsonReader, path: string): string | null {
+/** Whether a key is named twice in one object of the value at `at`; if so, `segments` lead to it. */
+function repeatedIn(r: JsonReader): boolean {
   skipSpace(r);
   const c = r.text.charCodeAt(r.at);
   if (c === 0x7b /* { */) {
@@ -81,20 +90,24 @@ function repeatedIn(r: JsonReader, path: string): string | null {
     skipSpace(r);
     if (r.text.charCodeAt(r.at) === 0x7d) {
       r.at++;
-      return null;
+      return false;
     }
     const keys = new Set<string>();
     for (;;) {
       skipSpace(r);
-      const key = readString(r);
-      if (keys.has(key)) return `${path}.${key}`;
+      const start = r.at;
+      skipString(r);
+      const raw = r.text.slice(start, r.at);
+      const key = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+      r.segments.push(key);
+      if (keys.has(key)) return true;
       keys.add(key);
       skipSpace(r);
       r.at++; // ':'
-      const found = repeatedIn(r, `${path}.${key}`);
-      if (found !== null) return found;
+      if (repeatedIn(r)) return true;
+      r.segments.pop();
       skipSpace(r);
-      if (r.text.charCodeAt(r.at++) === 0x7d) return null; // '}', else ','
+      if (r.text.charCodeAt(r.at++) === 0x7d) return false; // '}', else ','
     }
   }
   if (c === 0x5b /* [ */) {
@@ -102,22 +115,23 @@ function repeatedIn(r: JsonReader, path: string): string | null {
     skipSpace(r);
     if (r.text.charCodeAt(r.at) === 0x5d) {
       r.at++;
-      return null;
+      return false;
     }
     for (let i = 0; ; i++) {
-      const found = repeatedIn(r, `${path}[${i}]`);
-      if (found !== null) return found;
+      r.segments.push(i);
+      if (repeatedIn(r)) return true;
+      r.segments.pop();
       skipSpace(r);
-      if (r.text.charCodeAt(r.at++) === 0x5d) return null; // ']', else ','
+      if (r.text.charCodeAt(r.at++) === 0x5d) return false; // ']', else ','
     }
   }
   if (c === 0x22) {
-    readString(r);
-    return null;
+    skipString(r);
+    return false;
   }
   // A number, true, false or null: up to the next delimiter.
   for (let d = c; d !== 0x2c && d !== 0x5d && d !== 0x7d && d !== 0x20 && d !== 0x0a && d !== 0x0d && d !== 0x09 && r.at < r.text.length; d = r.text.charCodeAt(++r.at));
-  return null;
+  return false;
 }
 
 function messageFor(path: string): string {
@@ -171,6 +185,7 @@ function inputItem(item: Record<string, any>, path: string): string | null {
  * made for the call alone (`{"type": "auto"}`, `container_auto` with inline skills) passes.
  */
 function containerObject(container: Record<string, any>, path: string): string | null {
+  // (`id`: not an API shape, but a container object naming one is refused rather than guessed at.)
   if (given(container.id)) return `${path}.id`;
   if (given(container.container_id)) return `${path}.container_id`;
   if (Array.isArray(container.file_ids) && container.file_ids.length > 0) return `${path}.file_ids`;

@@ -113,8 +113,13 @@ export function readUsage(u: unknown, schema: UsageSchema): Reading {
   for (const { path, tool } of schema.toolCounts ?? []) {
     const v = at(u, path);
     if (v === undefined || v === null) continue;
-    if (isCount(v) && v <= MAX_TOOL_CALLS) usage.toolCalls[tool] = (usage.toolCalls[tool] ?? 0) + v;
-    else reading.problem ??= `usage_field_invalid:${path}`;
+    if (!isCount(v)) {
+      reading.problem ??= `usage_field_invalid:${path}`;
+      continue;
+    }
+    // More than one call can make is not believed, but bounded the way that costs most.
+    if (v > MAX_TOOL_CALLS) reading.problem ??= `usage_field_invalid:${path}`;
+    usage.toolCalls[tool] = Math.min(MAX_TOOL_CALLS, (usage.toolCalls[tool] ?? 0) + v);
   }
   usage.serviceTier = stringAt(u, schema.tierPath);
   usage.speed = stringAt(u, schema.speedPath);

@@ -322,19 +322,24 @@ export class Rotation {
     const now = this.now();
     let refusal: Refusal = UNREACHABLE;
     let latest = -1;
+    /** Whether the refusal is a credential's taken out of rotation (OpenAI's insufficient_quota). */
+    let outAnswer = false;
     for (const c of credentials) {
       if (c.out !== null && c.outSince > latest) {
         latest = c.outSince;
         refusal = c.outAnswer ?? UNAUTHENTICATED;
+        outAnswer = true;
       }
       if (c.restUntil > now && c.restSince > latest) {
         latest = c.restSince;
         refusal = UNREACHABLE;
+        outAnswer = false;
       }
       const rest = model === null ? undefined : c.modelRests.get(model);
       if (rest !== undefined && rest.until > now && rest.since > latest) {
         latest = rest.since;
         refusal = rest.answer;
+        outAnswer = false;
       }
     }
     if (typeof refusal !== 'object' || model === null) return refusal;
@@ -347,7 +352,8 @@ export class Rotation {
       if (c.out !== null) continue;
       soonest = Math.min(soonest, Math.max(c.restUntil, c.modelRests.get(model)?.until ?? 0));
     }
-    return soonest === Infinity ? { ...refusal, final: true } : { ...refusal, retryAfter: Math.max(1, Math.ceil((soonest - now) / 1000)) };
+    if (soonest !== Infinity) return { ...refusal, retryAfter: Math.max(1, Math.ceil((soonest - now) / 1000)) };
+    return outAnswer ? { ...refusal, final: true } : refusal;
   }
 
   /** Every credential not in rotation now, and why (appended to `into`). */

@@ -107,7 +107,7 @@ export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f
 function nameField(value: unknown): string {
   if (typeof value !== 'string') throw fieldError('invalid_field', 'name', 'needs a text');
   const bad = CONTROL_CHARACTERS.exec(value);
-  if (bad !== null) throw fieldError('invalid_field', 'name', `must not contain control characters or line breaks (U+${bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at character ${bad.index + 1})`);
+  if (bad !== null) throw fieldError('invalid_field', 'name', `must not contain control characters, line breaks or text-direction controls (U+${bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at character ${bad.index + 1})`);
   return value;
 }
 
