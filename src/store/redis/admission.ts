@@ -12,6 +12,7 @@ export class RedisAdmission extends RedisLiveness {
   protected readonly parsedKeys = new Map<string, KeyRecord>();
 
   admit(hash: string, surface: KeyMode, callId: string, done: AdmissionListener): void {
+    if (this.lost) return safely(() => done(undefined, 'store_unavailable', 0));
     const ownerMember = `${hash} ${callId}`;
     const keys = [keyName(hash), rateName(hash), callsName(hash)];
     if (this.single) keys.push(ownerCalls(this.owner ?? NO_OWNER), SWITCHES);
@@ -26,6 +27,7 @@ export class RedisAdmission extends RedisLiveness {
   }
 
   admitHolding(hash: string, surface: KeyMode, callId: string, hold: HoldEitherWay, done: AdmissionListener): void {
+    if (this.lost) return safely(() => done(undefined, 'store_unavailable', 0));
     const { credit, token } = hold;
     const owner = this.owner ?? '';
     const ownerMember = `${hash} ${callId}`;

@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import { log } from '../../log.js';
 import { listenerFailed } from '../common.js';
 import { ADMIT, CREATE, FORGET, HOLD, ORPHAN, RELEASE, SETTLE, SWITCH, TOPUP, UPDATE } from './scripts.js';
+import { STORE_ID } from './names.js';
 
 /** A command that has not answered within this is taken as a failure (fail closed). */
 export const COMMAND_TIMEOUT_MS = 2_000;
@@ -89,6 +90,20 @@ export class RedisConnection {
 
   protected healthy = true;
 
+  /**
+   * The store's identity as this process found it when it opened the store (`tg:store`, made by
+   * the first process ever to open it); null until then.
+   */
+  protected storeId: string | null = null;
+
+  /**
+   * Whether the store lost its data under this process: its identity went missing or changed (a
+   * Redis restarted empty, or from another file, flushed). Every key would then read as unknown,
+   * so calls are answered 503 `store_unavailable` instead of 401, /readyz says so, until this
+   * process restarts on the store as it now is.
+   */
+  protected lost = false;
+
   protected readonly s: Scripts;
 
   /** The scripts of the request path, as run on one server (run). */
@@ -112,15 +127,36 @@ export class RedisConnection {
     this.s = client as unknown as Scripts;
     const scripts = scriptsFor(single);
     this.hot = { admit: scripts.tgAdmit, hold: scripts.tgHold, release: scripts.tgRelease, settle: scripts.tgSettle };
+    // Each second: the store answers, and is the one this process opened (its identity, read
+    // in place of a PING once known).
     const ping = setInterval(() => {
-      client.ping().then(() => (this.healthy = true), () => (this.healthy = false));
+      if (this.storeId === null) return void client.ping().then(() => (this.healthy = true), () => (this.healthy = false));
+      client.get(STORE_ID).then((id) => {
+        this.healthy = true;
+        if (id !== this.storeId) this.storeLost(id);
+      }, () => (this.healthy = false));
     }, 1_000);
     ping.unref();
     this.timers.push(ping);
   }
 
   answers(): boolean {
-    return this.healthy && this.client.status === 'ready';
+    return !this.lost && this.healthy && this.client.status === 'ready';
+  }
+
+  /** Finds the store's identity, making it if this is the first process to open the store. */
+  async identify(): Promise<void> {
+    await this.client.set(STORE_ID, randomUUID(), 'NX');
+    this.storeId = await this.client.get(STORE_ID);
+  }
+
+  private storeLost(found: string | null): void {
+    if (this.lost) return;
+    this.lost = true;
+    log('error', 'store_data_lost', {
+      backend: 'redis', found: found === null ? 'nothing' : 'another store',
+      consequence: 'its keys, balances and records are not the ones this process opened: every call is answered 503 store_unavailable until it restarts',
+    });
   }
 
   /**

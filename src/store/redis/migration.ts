@@ -3,7 +3,7 @@ import type { KeyRecord } from '../../domain/types.js';
 import type { StoreDump } from '../dump.js';
 import { responseToRow, usageToRow } from '../rows.js';
 import { accountIdInSlot } from './issuer.js';
-import { accountName, auditName, callsName, DAY_MS, dayName, IDS, keyName, member, MODEL_AUDIT, OWNERS, ownerCalls, responseName, slotOf, SWITCHES, usageIndex, usageRows, type CallEntry } from './names.js';
+import { accountName, auditName, callsName, DAY_MS, dayName, IDS, keyName, member, MODEL_AUDIT, OWNERS, ownerCalls, responseName, slotOf, STORE_ID, SWITCHES, usageIndex, usageRows, type CallEntry } from './names.js';
 import { RedisUsage } from './usage.js';
 
 /** Moving up from LMDB: what `tollgate store migrate` (../migrate.ts) writes and checks. */
@@ -17,13 +17,13 @@ export class RedisMigration extends RedisUsage {
     return this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
   }
 
-  /** Whether the server (every master of a Cluster) holds none of tollgate's names. */
+  /** Whether the server (every master of a Cluster) holds none of tollgate's names but the store's identity, which opening it made. */
   async isEmpty(): Promise<boolean> {
     for (const node of this.masters()) {
       let cursor = '0';
       do {
         const [next, found] = await node.scan(cursor, 'MATCH', 'tg:*', 'COUNT', 1000);
-        if (found.length > 0) return false;
+        if (found.some((name) => name !== STORE_ID)) return false;
         cursor = next;
       } while (cursor !== '0');
     }
@@ -41,6 +41,8 @@ export class RedisMigration extends RedisUsage {
         cursor = next;
       } while (cursor !== '0');
     }
+    // What is written next is another store: a process still serving the one deleted says so.
+    await this.identify();
   }
 
   /**

@@ -24,6 +24,7 @@ import { rowToResponse, type ResponseRow } from '../rows.js';
  *   {A}:rs:ID  the owner record of stored response ID (ResponseRow JSON; expires after the retention)
  *   ids  key id → H     {m}:sw  model switches     {m}:au  the models' audit trail
  *   owners  serving processes   p:OWNER  heartbeat (expires)   o:OWNER  its calls in flight
+ *   store  the store's identity: made once, by the first process to open it (connection.ts)
  */
 
 export const DAY_MS = 86_400_000;
@@ -39,6 +40,7 @@ export const NO_OWNER = '-';
 export const MODEL_AUDIT = 'tg:{m}:au';
 export const IDS = 'tg:ids';
 export const OWNERS = 'tg:owners';
+export const STORE_ID = 'tg:store';
 
 export const keyName = (h: string): string => `tg:{${h}}:k`;
 export const rateName = (h: string): string => `tg:{${h}}:r`;

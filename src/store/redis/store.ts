@@ -18,7 +18,14 @@ export class RedisStore extends RedisAdmission implements GatewayStore {
    */
   static async open(url: string, storeOptions: { responseRetentionDays?: number } = {}): Promise<RedisStore> {
     const { client, single } = await connect(url);
-    return new RedisStore(client, single, String((storeOptions.responseRetentionDays ?? DEFAULT_RESPONSE_RETENTION_DAYS) * DAY_MS));
+    const store = new RedisStore(client, single, String((storeOptions.responseRetentionDays ?? DEFAULT_RESPONSE_RETENTION_DAYS) * DAY_MS));
+    try {
+      await store.identify();
+    } catch (err) {
+      client.disconnect();
+      throw err;
+    }
+    return store;
   }
 
   async close(): Promise<void> {
