@@ -204,3 +204,18 @@ t.test('readable usage is not estimated (the same calls without a broken shape)'
   const scraped = seriesOf(parseMetrics(await (await fetch(`${gw.admin}/metrics`)).text()), 'tollgate_estimated_total');
   t.equal(scraped.reduce((n, s) => n + s.value, 0), 0, 'none counted as estimated');
 });
+
+t.test('a call read in passes whose usage is then estimated is priced on its totals, the estimate included', async (t) => {
+  const { estimateUsage } = await import('../src/meter/estimate.js');
+  const { costNano } = await import('../src/meter/charge.js');
+  const { emptyUsage, emptyCounts } = await import('../src/formats/types.js');
+  // As a Messages stream leaves it when a later usage event cannot be parsed: two passes read
+  // (a compaction and the message), then both sides unknown.
+  const usage = { ...emptyUsage(), input: 30, output: 4, parts: [{ ...emptyCounts(), input: 20, output: 2 }, { ...emptyCounts(), input: 10, output: 2 }] };
+  const reading = { usage, known: { input: false, output: false }, problem: 'usage_malformed' };
+  const estimated = await estimateUsage(reading, { messages: [{ role: 'user', content: 'a prompt long enough to count more tokens than the passes reported '.repeat(4) }] }, { stream: true, text: 'some answer text '.repeat(8), chars: 136, bytesSeen: 500 });
+  t.ok(estimated.input > 30 && estimated.output > 4, `estimated above what was read (${estimated.input}/${estimated.output})`);
+  t.equal(estimated.parts, null, 'the passes no longer describe the call');
+  const price = { input: 3000, output: 15000, tiers: new Map(), speed: new Map(), longContext: null, inferenceGeo: new Map(), region: null, toolCalls: new Map(), maxRate: 15000, fallbackToolFee: 0 } as any;
+  t.equal(costNano(estimated, price), estimated.input * 3000 + estimated.output * 15000, 'charged for every estimated token');
+});

@@ -44,6 +44,7 @@ export async function estimateUsage(
 ): Promise<Usage> {
   const count = await tokenCounter();
   const usage = reading?.usage ?? emptyUsage();
+  const [readInput, readOutput] = [usage.input, usage.output];
   // An estimate is bounded as a reported count is (formats/usage-read.ts): a charge stays exact.
   if (reading?.known.input !== true) usage.input = Math.min(MAX_INPUT_TOKENS, Math.max(usage.input, count(promptText(requestBody))));
   if (reading?.known.output !== true) {
@@ -51,5 +52,8 @@ export async function estimateUsage(
     const sampled = output.text.length === 0 ? 0 : Math.ceil((count(output.text) * Math.max(output.chars, output.text.length)) / output.text.length);
     usage.output = Math.min(MAX_OUTPUT_CAP, Math.max(usage.output, output.stream ? sampled : Math.ceil(output.bytesSeen / 4)));
   }
+  // Passes read (Messages' iterations) no longer add up to the call once a side is estimated
+  // above them, and a call with passes is priced by its passes: it is priced on its totals instead.
+  if (usage.parts !== null && (usage.input !== readInput || usage.output !== readOutput)) usage.parts = null;
   return usage;
 }
