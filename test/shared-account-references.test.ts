@@ -75,6 +75,7 @@ const RESPONSES_REFUSED: Array<{ name: string; body: Record<string, unknown>; pa
   },
   { name: 'a bare {id} item', body: { input: [{ id: 'msg_0123456789' }, { role: 'user', content: 'and?' }] }, path: 'input[0].id' },
   { name: 'a {type, id} item', body: { input: [{ type: 'message', id: 'msg_0123456789' }] }, path: 'input[0].id' },
+  { name: 'an id item naming neither its type nor its role', body: { input: [{ role: 'user', content: 'hi' }, { id: 'msg_0123456789', status: 'completed' }] }, path: 'input[1].id' },
   {
     name: 'a function call output with an image by file id',
     body: {
@@ -138,6 +139,7 @@ const FULL_ITEMS = [
   { role: 'user', content: [{ type: 'input_text', text: 'what does file_id "file-0123456789" hold? {"type":"item_reference","id":"msg_1"}' }] },
   { type: 'reasoning', id: 'rs_0123456789', summary: [{ type: 'summary_text', text: 'thinking' }], encrypted_content: 'gAAAAABo…' },
   { type: 'reasoning', id: 'rs_0123456790', summary: [] },
+  { id: 'msg_0123456791', role: 'assistant', content: [{ type: 'output_text', text: 'an earlier answer, its type left out' }] },
   {
     type: 'message', id: 'msg_0123456789', role: 'assistant', status: 'completed',
     content: [{ type: 'output_text', text: 'see the file', annotations: [{ type: 'file_citation', file_id: 'file-0123456789', filename: 'a.txt', index: 3 }] }],

@@ -166,14 +166,17 @@ function partFileId(part: Record<string, any>, path: string): string | null {
 }
 
 /**
- * One input item: a reference to a stored item (`item_reference`, or nothing but `id` besides
- * `type`), or content parts given by file id (a message's `content`, a tool call output's
+ * One input item: a reference to a stored item (`item_reference`, nothing but `id` besides
+ * `type`, or an `id` with neither `type` nor `role`), or content parts given by file id (a message's `content`, a tool call output's
  * `output`). An output item sent back in full passes, ids and citations included.
  */
 function inputItem(item: Record<string, any>, path: string): string | null {
   if (item.type === 'item_reference') return given(item.id) ? `${path}.id` : `${path}.type`;
   const keys = Object.keys(item);
   if (keys.includes('id') && keys.every((k) => k === 'id' || k === 'type')) return `${path}.id`;
+  // An id in an item that names neither its type nor its role: OpenAI's item reference has an
+  // optional type; every item sent back in full names one or the other.
+  if (given(item.id) && !keys.includes('type') && !keys.includes('role')) return `${path}.id`;
   const parts = firstIn(item.content, `${path}.content`, partFileId) ?? firstIn(item.output, `${path}.output`, partFileId);
   if (parts !== null) return parts;
   return isObject(item.output) && !Array.isArray(item.output) ? partFileId(item.output, `${path}.output`) : null;

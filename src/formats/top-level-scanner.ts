@@ -56,8 +56,9 @@ export interface VocabularySpec {
    */
   itemTypes?: readonly string[];
   /**
-   * Whether an item whose only members are `id` and (or not) `type` flags its top-level member:
-   * the shape of a reference to a stored item.
+   * Whether an item with an `id` that is either nothing but `id` and (or not) `type`, or has
+   * neither a `type` nor a `role`, flags its top-level member: the shapes a provider may read as a
+   * reference to a stored item (every item sent back in full names its type or its role).
    */
   idItems?: boolean;
 }
@@ -67,12 +68,13 @@ interface NameRole {
   /** Its code as a top-level member name, or 0. */
   member: number;
   flagged: boolean;
-  /** Its role as a key of an item: ITEM_ID, ITEM_TYPE or 0 (another member). */
+  /** Its role as a key of an item: ITEM_ID, ITEM_TYPE, ITEM_ROLE or 0 (another member). */
   item: number;
 }
 
 const ITEM_ID = 1;
 const ITEM_TYPE = 2;
+const ITEM_ROLE = 3;
 
 /** Entries for names written without escapes, by their length in bytes with the quotes. */
 type ByLength<T> = Array<Array<[Buffer, T]> | undefined>;
@@ -105,7 +107,10 @@ export class Vocabulary {
     this.idItems = spec.idItems === true;
     const types = spec.itemTypes ?? [];
     this.items = this.idItems || types.length > 0;
-    if (this.idItems) role('id').item = ITEM_ID;
+    if (this.idItems) {
+      role('id').item = ITEM_ID;
+      role('role').item = ITEM_ROLE;
+    }
     if (types.length > 0) role('type').item = ITEM_TYPE;
     types.forEach((value, i) => {
       this.typeNames.set(value, i + 1);
@@ -290,6 +295,8 @@ export class TopLevelScanner {
   private inItem = false;
   private itemHasId = false;
   private itemHasOther = false;
+  /** The item names its `type` or its `role`. */
+  private itemIsNamed = false;
   /** The next value is an item's `type`. */
   private typeNext = false;
 
@@ -426,7 +433,7 @@ export class TopLevelScanner {
             state = c === 0x7b ? S_OBJ_FIRST : S_ARR_FIRST;
             if (this.depth === 3 && c === 0x7b && this.stack[2] === ARRAY && this.vocabulary.items) {
               this.inItem = true;
-              this.itemHasId = this.itemHasOther = false;
+              this.itemHasId = this.itemHasOther = this.itemIsNamed = false;
             }
           } else if (c === 0x2d /* - */) {
             state = S_NUM_MINUS;
@@ -661,8 +668,11 @@ export class TopLevelScanner {
     if (inItem) {
       const item = role === undefined ? 0 : role.item;
       if (item === ITEM_ID) this.itemHasId = true;
-      else if (item === ITEM_TYPE) this.typeNext = true;
-      else this.itemHasOther = true;
+      else if (item === ITEM_TYPE) this.typeNext = this.itemIsNamed = true;
+      else {
+        this.itemHasOther = true;
+        if (item === ITEM_ROLE) this.itemIsNamed = true;
+      }
     }
   }
 
@@ -674,10 +684,10 @@ export class TopLevelScanner {
     (this.items ??= []).push(this.members.length, code);
   }
 
-  /** The item being read has ended: one of nothing but `id` (and `type`) flags its member. */
+  /** The item being read has ended: one of nothing but `id` (and `type`), or with an `id` and neither `type` nor `role`, flags its member. */
   private itemEnded(): void {
     this.inItem = false;
-    if (this.vocabulary.idItems && this.itemHasId && !this.itemHasOther) this.flag();
+    if (this.vocabulary.idItems && this.itemHasId && (!this.itemHasOther || !this.itemIsNamed)) this.flag();
   }
 
   /** Lists the top-level member being read as flagged. */
