@@ -49,6 +49,16 @@ const MODELS = {
       toolCalls: { web_search: 10 },
     },
   },
+  // A fast speed without 1-hour cache writes of its own, though the standard rates have them.
+  'cl-fast-5m': {
+    provider: 'anthropic', endpoints: ['messages'],
+    price: { input: 3, cachedInput: 0.3, cacheWrite: 3.75, cacheWrite1h: 6, output: 15, speed: { fast: { input: 6, cachedInput: 0.6, cacheWrite: 7.5, output: 30 } } },
+  },
+  // Extended retention priced, but not above the long-context threshold: highest rate 6.
+  'oa-long-no-ext': {
+    provider: 'openai', endpoints: ['chat', 'responses'],
+    price: { input: 1, cachedInput: 0.5, cacheWriteExtended: 2, output: 4, longContext: { threshold: 1000, input: 2, cachedInput: 1, output: 6 } },
+  },
   // Cache rates only: speed, geography, the 1M window and web search unpriced; highest rate 15.
   'cl-plain': { provider: 'anthropic', endpoints: ['messages'], price: { input: 3, cachedInput: 0.3, cacheWrite: 3.75, cacheWrite1h: 6, output: 15 } },
 };
@@ -244,7 +254,7 @@ t.test('OpenAI long context, cache writes and extended retention, Chat and Respo
       // A price without a cache-write rate: those tokens at its highest rate (a kind of token, not a lever).
       const kind = await billed(t, gw, key, openAi(f, stream, 'oa-plain', {}, { usageJson: openAiUsage(f, SHORT) }), `${label} cache writes unpriced`);
       t.equal(kind.costNanoUsd, 300 * 1000 + 400 * 1000 + 100 * 4000 + 100 * 4000, `${label}: unpriced cache writes at 4, reads at input`);
-      t.match(kind, { worstCase: 'cacheWrite', estimated: false });
+      t.match(kind, { worstCase: 'cacheWrite', estimated: true, estimateReason: 'unpriced_lever' }, `${label}: flagged as any lever the price cannot price`);
       // Long context, reported by the counts: 1,000 × 2 + 800 × 1 + 200 × 2.50 + 100 × 6.
       const long = await billed(t, gw, key, openAi(f, stream, 'oa-levers', {}, { usageJson: openAiUsage(f, LONG) }), `${label} long`);
       t.equal(long.costNanoUsd, 3_900_000, `${label}: long-context rates`);
@@ -272,8 +282,11 @@ t.test('OpenAI long context, cache writes and extended retention, Chat and Respo
       await refused(t, gw, key, openAi(f, stream, 'oa-plain', { prompt_cache_retention: '24h' }, {}), /extended prompt-cache retention/, `${label} extended unpriced`);
     }
   }
-  await unpricedCounted(gw, { 'tollgate_unpriced_levers_total{provider="openai",lever="service_tier:flex+long_context"}': combos });
-  t.pass('the unpriced combination counted');
+  await unpricedCounted(gw, {
+    'tollgate_unpriced_levers_total{provider="openai",lever="service_tier:flex+long_context"}': combos,
+    'tollgate_unpriced_levers_total{provider="openai",lever="token:cache_write"}': combos,
+  });
+  t.pass('the unpriced combination and the unpriced kind of token counted');
 });
 
 t.test('OpenAI regional processing: the provider\'s region priced on the entries that have it, held at it; refused on the others', async (t) => {
@@ -298,7 +311,7 @@ t.test('OpenAI regional processing: the provider\'s region priced on the entries
       usage[f === 'chat' ? 'prompt_tokens_details' : 'input_tokens_details'].audio_tokens = 100;
       const audio = await billed(t, gw, key, openAi(f, stream, 'oa-levers', {}, { usageJson: JSON.stringify(usage) }), `${label} audio`);
       t.equal(audio.costNanoUsd, 1_127_500 + 100 * 26_400, `${label}: the priced tokens × 1.1, the audio at the highest rate`);
-      t.match(audio, { audioInputTokens: 100, worstCase: 'audioInput', estimated: false });
+      t.match(audio, { audioInputTokens: 100, worstCase: 'audioInput', estimated: true, estimateReason: 'unpriced_lever' });
       await refused(t, gw, key, openAi(f, stream, 'oa-plain', {}, {}), /regional processing in "eu"/, `${label}, unpriced`);
     }
   }
@@ -432,4 +445,25 @@ t.test('server tool fees, named and reported, on every format', async (t) => {
   }
   await unpricedCounted(gw, { 'tollgate_unpriced_levers_total{provider="openai",lever="tool:web_search"}': reported });
   t.pass('the reported unpriced tool counted');
+});
+
+t.test('a cache write the request names is priced by the table it will use: the named speed\'s, and the long-context rates', async (t) => {
+  const gw = await startGateway(t, { config: leverConfig(null) });
+  const { key } = await gw.createKey(['--mode', 'credit', '--balance', '1000']);
+  const fastBeta = { 'anthropic-beta': 'fast-mode-2026-02-01' };
+  const hour = { system: [{ type: 'text', text: 'be brief', cache_control: { type: 'ephemeral', ttl: '1h' } }] };
+  for (const stream of MODES) {
+    // The standard rates price 1-hour writes; the fast ones do not: refused, nothing forwarded.
+    await refused(t, gw, key, messages(stream, 'cl-fast-5m', { speed: 'fast', ...hour }, {}), /1-hour cache writes \(cache_control ttl "1h"\) with speed "fast"/, `${mode(stream)} fast with 1-hour writes`, fastBeta);
+    const standard = await billed(t, gw, key, messages(stream, 'cl-fast-5m', hour, msgCounts(MSG_SHORT)), `${mode(stream)} standard with 1-hour writes`);
+    t.equal(standard.costNanoUsd, 2_895_000, `${mode(stream)}: the standard rates price them`);
+  }
+  for (const f of OPENAI) {
+    for (const stream of MODES) {
+      // Extended retention is priced below the threshold only: held at the highest rate, 6, for
+      // every input token (a long prompt's writes would cost that), the output at the long rate 6.
+      const call = openAi(f, stream, 'oa-long-no-ext', { prompt_cache_retention: '24h' }, { usageJson: openAiUsage(f, SHORT) });
+      await heldFor(t, gw, key, call, { input: 6000, output: 6000 }, `${f} ${mode(stream)} extended, long unpriced`);
+    }
+  }
 });

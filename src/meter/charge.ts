@@ -199,12 +199,17 @@ export function costOf(usage: Usage, price: PriceNano): Cost {
     nano += calls * (fee ?? price.fallbackToolFee);
   }
   if (NOTES.length === 0) return { nano, worstCase: null, longContext, unpricedLevers: NO_NOTES };
-  return { nano, worstCase: NOTES.join(','), longContext, unpricedLevers: NOTES.filter(isLeverNote) };
+  return { nano, worstCase: NOTES.join(','), longContext, unpricedLevers: NOTES.map(leverOf) };
 }
 
-/** Whether a worst-case note names a lever (`service_tier:flex`, `tool:web_search`) rather than a kind of token. */
-export function isLeverNote(note: string): boolean {
-  return note.includes(':');
+/**
+ * A worst-case note as the lever it names, `name:value`: a lever's note is one already
+ * (`service_tier:flex`, `tool:web_search`); a kind of token no table prices is named
+ * `token:KIND` (`cacheWrite1h` → `token:cache_write_1h`), since the answer chose it as it chooses
+ * a tier.
+ */
+export function leverOf(note: string): string {
+  return note.includes(':') ? note : `token:${note.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`).replace(/1h$/, '_1h')}`;
 }
 
 /** The price of a call in nUSD (see costOf). */
@@ -266,7 +271,7 @@ function toolCallsMade(counts: Record<string, number>): Record<string, number> |
  * A lever named that the price cannot price (only a token key's call gets this far with one)
  * holds at `maxRate`.
  */
-export function holdRates(price: PriceNano, levers: Pick<RequestLevers, 'serviceTier' | 'speed' | 'inferenceGeo'>): { input: number; output: number } {
+export function holdRates(price: PriceNano, levers: Pick<RequestLevers, 'serviceTier' | 'speed' | 'inferenceGeo' | 'cacheWrite1h' | 'cacheWriteExtended'>): { input: number; output: number } {
   const table = levers.serviceTier !== null ? price.tiers.get(levers.serviceTier) : levers.speed !== null ? price.speed.get(levers.speed) : price;
   const geo = levers.inferenceGeo === null ? ONE : price.inferenceGeo.get(levers.inferenceGeo);
   const region = price.region === null ? ONE : price.region.multiplier;
@@ -278,6 +283,10 @@ export function holdRates(price: PriceNano, levers: Pick<RequestLevers, 'service
     input = Math.max(input, dearestInput(long));
     output = Math.max(output, long.output);
   }
+  // A cache write the request names that the long-context rates leave out is charged at the
+  // highest rate should the prompt be long (the table's own are checked before: unpriced_option).
+  const named = (t: Rates): boolean => (levers.cacheWrite1h && t.cacheWrite1h === undefined) || (levers.cacheWriteExtended && t.cacheWriteExtended === undefined);
+  if (long !== null && named(long)) return { input: price.maxRate, output: multiplyUp(multiplyUp(output, geo), region) };
   return { input: multiplyUp(multiplyUp(input, geo), region), output: multiplyUp(multiplyUp(output, geo), region) };
 }
 

@@ -22,8 +22,11 @@ export function unpricedLever(levers: RequestLevers, model: Model): string | nul
   if (levers.speed !== null && !price.speed.has(levers.speed)) return `speed "${levers.speed}"`;
   if (levers.inferenceGeo !== null && !price.inferenceGeo.has(levers.inferenceGeo)) return `inference_geo "${levers.inferenceGeo}"`;
   if (price.region !== null && price.region.multiplier === null) return `regional processing in "${price.region.name}" (the gateway's provider ${model.provider.name})`;
-  if (levers.cacheWrite1h && price.cacheWrite1h === undefined) return '1-hour cache writes (cache_control ttl "1h")';
-  if (levers.cacheWriteExtended && price.cacheWriteExtended === undefined) return 'extended prompt-cache retention (prompt_cache_retention)';
+  // A cache write is priced by the table the call uses: a tier's or a speed's when one is named.
+  const table = levers.serviceTier !== null ? price.tiers.get(levers.serviceTier)! : levers.speed !== null ? price.speed.get(levers.speed)! : price;
+  const by = levers.serviceTier !== null ? ` with service_tier "${levers.serviceTier}"` : levers.speed !== null ? ` with speed "${levers.speed}"` : '';
+  if (levers.cacheWrite1h && table.cacheWrite1h === undefined) return `1-hour cache writes (cache_control ttl "1h")${by}`;
+  if (levers.cacheWriteExtended && table.cacheWriteExtended === undefined) return `extended prompt-cache retention (prompt_cache_retention)${by}`;
   if (levers.longContext && price.longContext === null && !((model.contextWindow ?? 0) > STANDARD_WINDOW)) return 'the long context window (anthropic-beta context-1m)';
   for (const tool of levers.tools) if (!price.toolCalls.has(tool)) return `the ${tool} tool`;
   return null;

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Route } from '../http/routes.js';
-import { isLeverNote } from '../meter/charge.js';
+import { leverOf } from '../meter/charge.js';
 import { formatUsd } from '../money.js';
 import type { KeyRecord, UsageRecord } from '../domain/types.js';
 import { CALL, callOf, type Call, type CalledResponse } from '../call.js';
@@ -62,7 +62,7 @@ export class Observer {
       });
       // Rare (an answer reporting a lever its price cannot price), so the note is split here.
       if (r?.worstCase != null && call.provider !== null) {
-        for (const note of r.worstCase.split(',')) if (isLeverNote(note)) m.unpricedLever(call.provider, note);
+        for (const note of r.worstCase.split(',')) m.unpricedLever(call.provider, leverOf(note));
       }
     }
     this.accessLog?.write({
