@@ -109,6 +109,13 @@ const SHAPES: Shape[] = [
     kept: () => ({ inputTokens: 11, outputTokens: 7 }),
   },
   {
+    // Each part fits the input, but together they pass it: the cache reads (priced below it) are not trusted.
+    name: 'cache reads and writes together more than the input',
+    mock: (f) => (f.name === 'messages' ? undefined : { usageJson: `{"${f.IN}":100,"${f.OUT}":7,"${f.IN}_details":{"cached_tokens":60,"cache_write_tokens":60}}` }),
+    reason: (f) => (f.name === 'messages' ? undefined : `usage_inconsistent:${f.IN}_details.cached_tokens`),
+    kept: () => ({ inputTokens: 100, outputTokens: 7 }),
+  },
+  {
     name: 'a malformed usage event',
     mock: (_f, s) => (s ? { malformedUsageEvent: true } : undefined),
     reason: (_f, s) => (s ? 'usage_malformed' : undefined),
@@ -168,7 +175,7 @@ t.test('every unreadable usage shape is estimated, marked, billed, with its reas
       }
     }
   }
-  t.equal(checked, 72, 'every applicable format, mode and shape was tried');
+  t.equal(checked, 76, 'every applicable format, mode and shape was tried');
 
   // The access log: every call's line says it was estimated, and why.
   const lines = await accessLines(gw, (l) => sent.has(l.requestId), sent.size);

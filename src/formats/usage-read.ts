@@ -180,6 +180,7 @@ function readParts(parts: unknown, schema: UsageSchema, reading: Reading): void 
 
 /** The kinds in a fixed order: a count's kind is its index here while a usage object is read. */
 const KINDS: readonly CountKind[] = ['input', 'cachedInput', 'cacheWrite', 'cacheWrite1h', 'audioInput', 'imageInput', 'output', 'reasoning', 'audioOutput', 'imageOutput'];
+const INPUT = 0;
 
 /** A CountField prepared for reading: its path split, its kinds as indices in KINDS. */
 interface PreparedField {
@@ -249,6 +250,20 @@ function readCounts(u: Record<string, unknown>, fields: readonly CountField[], c
       reading.problem ??= `usage_inconsistent:${prefix}${f.field.path}`;
       untrusted |= 1 << i;
     }
+  }
+  // Together, too: the input's parts priced apart (cache reads and writes, audio, image) cannot add
+  // up to more than the input. When they do, the one priced below it (cache reads) is not trusted.
+  let parts = 0;
+  let discount = -1;
+  for (let i = 0; i < list.length; i++) {
+    const f = list[i]!;
+    if (f.of !== INPUT || (untrusted & (1 << i)) !== 0) continue;
+    parts += n[f.adds[0]!]!;
+    if (f.field.discount === true) discount = i;
+  }
+  if (parts > n[INPUT]! && discount !== -1) {
+    reading.problem ??= `usage_inconsistent:${prefix}${list[discount]!.field.path}`;
+    untrusted |= 1 << discount;
   }
   for (let i = 0; i < list.length; i++) {
     if ((untrusted & (1 << i)) === 0) continue;
