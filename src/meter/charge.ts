@@ -6,8 +6,8 @@ import type { KeyMode, UsageRecord } from '../domain/types.js';
 
 /**
  * A call's price in nUSD; what was charged at the price's highest rate because the price has
- * no rate for it (null when nothing was); whether long-context rates applied; and of those, the
- * levers the answer reported that the price cannot price (`name:value`, see costOf).
+ * no rate for it (null when nothing was); whether long-context rates applied; and the same as
+ * levers the price cannot price (`name:value`, a kind of token as `token:KIND`; see costOf).
  */
 export interface Cost {
   nano: number;
@@ -163,7 +163,8 @@ function tokenCost(c: TokenCounts, rates: Rates, extendedCache: boolean, maxRate
  * - a tool without a fee: the highest fee known (`fallbackToolFee`);
  * - a kind of token a table leaves out (1-hour cache writes, audio, …): its tokens at `maxRate`,
  *   which carries the dearest multipliers already and is not multiplied again.
- * The first three are levers (`unpricedLevers`, written `name:value`); the last is a kind.
+ * Each is named in `worstCase` and, as a lever, in `unpricedLevers` (`name:value`; a kind of
+ * token as `token:KIND`, see leverOf).
  */
 export function costOf(usage: Usage, price: PriceNano): Cost {
   NOTES.length = 0;
