@@ -2,8 +2,9 @@
  * The request scanner's flags, the prefilter of the check for references to objects on the
  * shared provider account: whatever the chunking and however key names are escaped, a top-level
  * member is flagged exactly when a key with one of REFERENCE_NAMES stands in it (or is it), when
- * it is an array holding an item of type `item_reference`, or an item of nothing but `id` (and
- * `type`). Compared with the same rule computed from JSON.parse over random bodies.
+ * it is an array holding an item of type `item_reference`, an item of nothing but `id` (and
+ * `type`), or an item with an `id` and neither a `type` nor a `role`. Compared with the same rule
+ * computed from JSON.parse over random bodies.
  */
 import t from 'tap';
 import { requestFacts } from '../src/formats/model.js';
@@ -45,6 +46,8 @@ function item(depth: number): Obj {
     [['type', 'message'], ['id', 'msg_1'], ['role', 'user']],
     [['type', 'item_reference'], ['id', 'msg_1'], ['status', 'x']],
     [['type', 'message'], ['role', 'user'], ['content', value(depth)]],
+    [['id', 'msg_1'], ['status', 'completed']],
+    [['id', 'msg_1'], ['role', 'assistant'], ['content', value(depth)]],
   ];
   return { members: pick(shapes) };
 }
@@ -71,7 +74,8 @@ function isReferenceShaped(v: Value): boolean {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
   const keys = v.members.map(([k]) => k);
   if (v.members.some(([k, x]) => k === 'type' && x === 'item_reference')) return true;
-  return keys.includes('id') && keys.every((k) => k === 'id' || k === 'type');
+  if (!keys.includes('id')) return false;
+  return keys.every((k) => k === 'id' || k === 'type') || (!keys.includes('type') && !keys.includes('role'));
 }
 function expectedFlag([key, v]: [string, Value]): boolean {
   return (REFERENCE_NAMES as readonly string[]).includes(key) || holdsName(v) || (Array.isArray(v) && v.some(isReferenceShaped));
