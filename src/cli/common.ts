@@ -122,9 +122,9 @@ const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' 
 
 /**
  * Text as one line of inert characters: each control character (C0, DEL, C1), line or paragraph
- * separator and text-direction control written as an escape (`\n`, `\x1b`, `\u2028`, `\u202e`). New names cannot hold them,
- * but one stored earlier, or an audit entry recording it, must not break a line or move the
- * cursor and so print a row of its own making.
+ * separator and text-direction control written as an escape (`\n`, `\x1b`, `\u2028`, `\u202e`).
+ * New names cannot hold them, but one stored earlier, or an audit entry recording it, must not
+ * break a line or move the cursor and so print a row of its own making.
  */
 export function printable(text: string): string {
   return text.replace(new RegExp(CONTROL_CHARACTERS.source, 'g'), (c) => {

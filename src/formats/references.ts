@@ -4,8 +4,8 @@ import { isObject } from './types.js';
 /**
  * References to objects stored on the provider's account, which every key of the gateway shares:
  * files, vector stores, containers and skills, MCP tunnels, conversations and threads, stored
- * prompts, stored items and audio answers. A key that
- * learnt another tenant's file id could read that file, so none of them is forwarded (400
+ * prompts, stored items and audio answers. A key that learnt another tenant's file id could read
+ * that file, so none of them is forwarded (400
  * `unsupported_option`), nor is `background: true` (a response generated after the call is
  * answered, which the gateway could not meter).
  *
@@ -167,8 +167,9 @@ function partFileId(part: Record<string, any>, path: string): string | null {
 
 /**
  * One input item: a reference to a stored item (`item_reference`, nothing but `id` besides
- * `type`, or an `id` with neither `type` nor `role`), or content parts given by file id (a message's `content`, a tool call output's
- * `output`). An output item sent back in full passes, ids and citations included.
+ * `type`, or an `id` with neither `type` nor `role`), or content parts given by file id (a
+ * message's `content`, a tool call output's `output`). An output item sent back in full passes,
+ * ids and citations included.
  */
 function inputItem(item: Record<string, any>, path: string): string | null {
   if (item.type === 'item_reference') return given(item.id) ? `${path}.id` : `${path}.type`;

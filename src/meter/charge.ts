@@ -273,7 +273,7 @@ function toolCallsMade(counts: Record<string, number>): Record<string, number> |
  * holds at `maxRate`.
  */
 export function holdRates(price: PriceNano, levers: Pick<RequestLevers, 'serviceTier' | 'speed' | 'inferenceGeo' | 'cacheWrite1h' | 'cacheWriteExtended'>): { input: number; output: number } {
-  const table = levers.serviceTier !== null ? price.tiers.get(levers.serviceTier) : levers.speed !== null ? price.speed.get(levers.speed) : price;
+  const table = namedTable(price, levers);
   const geo = levers.inferenceGeo === null ? ONE : price.inferenceGeo.get(levers.inferenceGeo);
   const region = price.region === null ? ONE : price.region.multiplier;
   if (table === undefined || geo === undefined || region === null) return { input: price.maxRate, output: price.maxRate };
@@ -289,6 +289,11 @@ export function holdRates(price: PriceNano, levers: Pick<RequestLevers, 'service
   const named = (t: Rates): boolean => (levers.cacheWrite1h && t.cacheWrite1h === undefined) || (levers.cacheWriteExtended && t.cacheWriteExtended === undefined);
   if (long !== null && named(long)) return { input: price.maxRate, output: multiplyUp(multiplyUp(output, geo), region) };
   return { input: multiplyUp(multiplyUp(input, geo), region), output: multiplyUp(multiplyUp(output, geo), region) };
+}
+
+/** The table a request's named tier or speed selects, the price's own when it names neither; undefined when the price has no such table. */
+export function namedTable(price: PriceNano, levers: Pick<RequestLevers, 'serviceTier' | 'speed'>): LeverRates | PriceNano | undefined {
+  return levers.serviceTier !== null ? price.tiers.get(levers.serviceTier) : levers.speed !== null ? price.speed.get(levers.speed) : price;
 }
 
 /** The dearest rate an input token can be charged at in a table: fresh, cache read or any cache write. */

@@ -1,5 +1,6 @@
 import type { Model } from '../config/types.js';
 import type { RequestLevers } from '../formats/levers.js';
+import { namedTable } from './charge.js';
 
 /**
  * The context window Anthropic serves without the `context-1m` beta. A model whose own window is
@@ -23,7 +24,7 @@ export function unpricedLever(levers: RequestLevers, model: Model): string | nul
   if (levers.inferenceGeo !== null && !price.inferenceGeo.has(levers.inferenceGeo)) return `inference_geo "${levers.inferenceGeo}"`;
   if (price.region !== null && price.region.multiplier === null) return `regional processing in "${price.region.name}" (the gateway's provider ${model.provider.name})`;
   // A cache write is priced by the table the call uses: a tier's or a speed's when one is named.
-  const table = levers.serviceTier !== null ? price.tiers.get(levers.serviceTier)! : levers.speed !== null ? price.speed.get(levers.speed)! : price;
+  const table = namedTable(price, levers)!;
   const by = levers.serviceTier !== null ? ` with service_tier "${levers.serviceTier}"` : levers.speed !== null ? ` with speed "${levers.speed}"` : '';
   if (levers.cacheWrite1h && table.cacheWrite1h === undefined) return `1-hour cache writes (cache_control ttl "1h")${by}`;
   if (levers.cacheWriteExtended && table.cacheWriteExtended === undefined) return `extended prompt-cache retention (prompt_cache_retention)${by}`;
